@@ -1,0 +1,214 @@
+"""The scripted backend: deterministic, needs no key, emits every event kind.
+
+A normal run thinks (ReasoningDelta), calls a ``word_count`` tool (ToolStarted /
+ToolFinished) and streams its reply word by word. Options shape it for tests and
+benchmarks (``deltas``, ``delay``, ``mode``…); directives at the start of a message do
+the same per run, so a test can drive any door without restarting a server:
+
+``/fail``            raise an exception half-way through the reply
+``/error``           end the run with the backend's own RunFailed
+``/hang``            stop sending events until cancelled (exercises idle timeout / cancel)
+``/slow``            pace every event by 50 ms
+``/long N``          stream a reply of N deltas
+``/call NAME JSON``  call the client (frontend) tool NAME with JSON arguments and end the
+                     run with stop_reason ``pending_tools``
+
+When the last history message is a tool result, the reply reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Iterator, Literal, Sequence
+
+from ..events import (
+    STOP_PENDING_TOOLS,
+    Event,
+    ReasoningDelta,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from ..port import CancelToken, Message, RunContext
+
+
+@dataclass
+class ScriptedOptions:
+    reply: str = field(default="", metadata={"help": "fixed reply text (default: one built from the message)"})
+    deltas: int = field(default=0, metadata={"help": "stream exactly this many text deltas (0: one per word)"})
+    delay: float = field(default=0.0, metadata={"help": "seconds between events"})
+    mode: Literal["sync", "async"] = field(default="sync", metadata={"help": "sync (worker thread) or async agent"})
+    tool: bool = field(default=True, metadata={"help": "call the word_count tool"})
+    reasoning: bool = field(default=True, metadata={"help": "emit reasoning deltas"})
+    fail: Literal["", "start", "middle"] = field(default="", metadata={"help": "raise at the start or middle"})
+
+    def __post_init__(self) -> None:
+        if self.deltas < 0:
+            raise ValueError("deltas must be 0 or more")
+        if self.delay < 0:
+            raise ValueError("delay must be 0 or more")
+
+
+class ScriptedFailure(RuntimeError):
+    """Raised on purpose by ``/fail`` and ``fail=…``."""
+
+
+# A plan is a sequence of steps: an Event, a float (pause that long), "hang" or an exception.
+Step = Any
+
+
+def _words(text: str) -> list[str]:
+    words = text.split(" ")
+    return [w + " " for w in words[:-1]] + [words[-1]]
+
+
+def _parse_directives(message: str, options: ScriptedOptions) -> tuple[dict[str, Any], str]:
+    flags: dict[str, Any] = {"delay": options.delay, "deltas": options.deltas, "fail": options.fail}
+    rest = message.strip()
+    while rest.startswith("/"):
+        word, _, tail = rest.partition(" ")
+        if word == "/fail":
+            flags["fail"] = "middle"
+        elif word == "/error":
+            flags["error"] = True
+        elif word == "/hang":
+            flags["hang"] = True
+        elif word == "/slow":
+            flags["delay"] = max(flags["delay"], 0.05)
+        elif word == "/long":
+            count, _, tail = tail.partition(" ")
+            flags["deltas"] = int(count) if count.isdigit() else 200
+        elif word == "/call":
+            name, _, tail = tail.partition(" ")
+            raw, tail = tail, ""
+            try:
+                args = json.loads(raw) if raw.strip() else {}
+            except json.JSONDecodeError:
+                args = {"input": raw}
+            flags["call"] = (name, args)
+        else:
+            break
+        rest = tail.strip()
+    return flags, rest
+
+
+def plan(message: str, history: Sequence[Message], context: RunContext | None, options: ScriptedOptions) -> Iterator[Step]:
+    """The steps of one run; shared by the sync and async agents."""
+    run_id = context.run_id if context else "scripted"
+    flags, text = _parse_directives(message, options)
+    pause = float(flags["delay"])
+    yield RunStarted(run_id)
+    if flags["fail"] == "start":
+        yield ScriptedFailure("scripted failure at the start of the run")
+    if "call" in flags:
+        name, args = flags["call"]
+        if context is not None and context.client_tool(name) is not None:
+            if options.reasoning:
+                yield ReasoningDelta(f"The client offers a tool named {name}; I will call it.")
+            yield ToolStarted(f"call_{run_id[:8]}_{name}", name, args)
+            yield RunFinished(run_id, "", STOP_PENDING_TOOLS)
+            return
+        text = f"No client tool named {name!r} was offered."
+        flags["deltas"] = 0
+    last = history[-1] if history else None
+    turn = 1 + sum(1 for m in history if m.role == "user")
+    if options.reasoning:
+        for piece in _words(f"The user wrote {len(text.split())} words; this is turn {turn}."):
+            yield ReasoningDelta(piece)
+            if pause:
+                yield pause
+    if flags.get("hang"):
+        yield "hang"
+    if last is not None and last.role == "tool":
+        reply = f"The tool returned: {last.content}"
+    elif options.reply:
+        reply = options.reply
+    else:
+        reply = f"You said: {text}"
+        if options.tool:
+            count = len(text.split())
+            call_id = f"call_{run_id[:8]}_wc"
+            yield ToolStarted(call_id, "word_count", {"text": text})
+            if pause:
+                yield pause
+            yield ToolFinished(call_id, "word_count", {"words": count})
+            reply = f"You said: {text} ({count} words, turn {turn})"
+    pieces = _words(reply)
+    if flags["deltas"]:
+        pieces = [pieces[i % len(pieces)] for i in range(flags["deltas"])]
+    half = len(pieces) // 2
+    for index, piece in enumerate(pieces):
+        if index == half:
+            if flags["fail"] == "middle":
+                yield ScriptedFailure("scripted failure in the middle of the reply")
+            if flags.get("error"):
+                yield RunFailed(run_id, "the scripted backend reports an error, as asked")
+                return
+        yield TextDelta(piece)
+        if pause:
+            yield pause
+    yield RunFinished(run_id, "".join(pieces))
+
+
+class ScriptedAgent:
+    """Sync agent: the kernel runs it on a worker thread."""
+
+    def __init__(self, options: ScriptedOptions) -> None:
+        self.options = options
+        self.token = CancelToken()
+
+    def cancel(self) -> None:
+        self.token.cancel()
+
+    def run(self, message: str, *, history: Sequence[Message] | None = None, context: RunContext | None = None) -> Iterator[Event]:
+        token = context.cancel if context is not None else self.token
+        for step in plan(message, history or (), context, self.options):
+            if isinstance(step, float):
+                if token.wait(step):
+                    return
+            elif step == "hang":
+                token.wait()
+                return
+            elif isinstance(step, BaseException):
+                raise step
+            else:
+                yield step
+            if token.cancelled:
+                return
+
+
+class AsyncScriptedAgent:
+    """Async agent: the kernel runs it in a task and cancels the task to stop it."""
+
+    def __init__(self, options: ScriptedOptions) -> None:
+        self.options = options
+
+    async def run(
+        self, message: str, *, history: Sequence[Message] | None = None, context: RunContext | None = None
+    ) -> AsyncIterator[Event]:
+        for step in plan(message, history or (), context, self.options):
+            if isinstance(step, float):
+                await asyncio.sleep(step)
+            elif step == "hang":
+                await asyncio.Event().wait()
+            elif isinstance(step, BaseException):
+                raise step
+            else:
+                yield step
+
+
+def scripted(options: ScriptedOptions | None = None) -> ScriptedAgent | AsyncScriptedAgent:
+    """Backend factory registered as ``scripted``: a fresh agent per run."""
+    options = options or ScriptedOptions()
+    if options.mode == "async":
+        return AsyncScriptedAgent(options)
+    return ScriptedAgent(options)
+
+
+scripted.Options = ScriptedOptions  # type: ignore[attr-defined]
+scripted.capabilities = frozenset({"client_tools"})  # type: ignore[attr-defined]

@@ -1,0 +1,152 @@
+"""The stdio transport: one channel over the process's stdin and stdout.
+
+stdout carries only protocol bytes. :func:`protect_stdout` keeps a private duplicate of
+file descriptor 1 for the protocol, then points fd 1 (and ``sys.stdout``) at stderr, so
+stray prints, native libraries' logs and child processes cannot corrupt the stream.
+
+Framing: a door with ``framing = "ndjson"`` (JSON-RPC doors) gets one message per line,
+in and out; a ``"text"`` door (the terminal) gets lines in and raw text out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..composition import ChannelClosed, MessageTooLarge, ServeContext
+
+_protocol_fd: int | None = None
+
+
+def protect_stdout() -> int:
+    """Reserve the real stdout for the protocol; return its file descriptor. Idempotent."""
+    global _protocol_fd
+    if _protocol_fd is None:
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        _protocol_fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    return _protocol_fd
+
+
+@dataclass
+class StdioOptions:
+    max_message_bytes: int = field(
+        default=16 * 1024 * 1024, metadata={"help": "longest message accepted on stdin, in bytes"}
+    )
+
+
+class StdioChannel:
+    """The process's own stdin/stdout as a channel (one session)."""
+
+    peer = "stdio"
+
+    def __init__(self, in_fd: int, out_fd: int, *, framing: str = "ndjson", max_message_bytes: int = 16 * 1024 * 1024) -> None:
+        self._in = os.fdopen(os.dup(in_fd), "rb", buffering=0)
+        self._out_fd = out_fd
+        self._newline = framing == "ndjson"
+        self._limit = max_message_bytes
+        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
+        self._loop = asyncio.get_running_loop()
+        self._closed = False
+        self._reader = threading.Thread(target=self._read_lines, name="onedoor-stdin", daemon=True)
+        self._reader.start()
+
+    def _deliver(self, item: Any) -> bool:
+        try:
+            asyncio.run_coroutine_threadsafe(self._queue.put(item), self._loop).result()
+            return True
+        except Exception:  # noqa: BLE001 - the loop has gone
+            return False
+
+    def _read_lines(self) -> None:
+        import io
+
+        reader = io.BufferedReader(self._in, buffer_size=65536)
+        while True:
+            try:
+                line = reader.readline(self._limit + 1)
+            except (OSError, ValueError):
+                line = b""
+            if not line:
+                self._deliver(None)
+                return
+            if len(line) > self._limit and not line.endswith(b"\n"):
+                size = len(line)
+                while True:  # discard the rest of the oversized line
+                    more = reader.readline(65536)
+                    size += len(more)
+                    if not more or more.endswith(b"\n"):
+                        break
+                if not self._deliver(MessageTooLarge(size, self._limit)):
+                    return
+                continue
+            text = line.decode("utf-8", errors="replace").rstrip("\r\n")
+            if self._newline and not text.strip():
+                continue  # blank lines between NDJSON messages are ignored
+            if not self._deliver(text):
+                return
+
+    async def recv(self) -> str | None:
+        if self._closed:
+            return None
+        item = await self._queue.get()
+        if item is None:
+            self._closed = True
+            return None
+        if isinstance(item, MessageTooLarge):
+            raise item
+        return item
+
+    async def send(self, message: str) -> None:
+        data = (message + "\n" if self._newline else message).encode("utf-8")
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self._out_fd, view)
+                view = view[written:]
+        except (BrokenPipeError, OSError) as exc:
+            raise ChannelClosed(f"stdout closed: {exc}") from None
+
+    async def close(self) -> None:
+        self._closed = True
+
+
+class StdioTransport:
+    name = "stdio"
+    shape = "channel"
+    max_doors = 1
+    Options = StdioOptions
+
+    def prepare(self, options: StdioOptions | None) -> None:
+        protect_stdout()
+
+    def serve(self, doors: list[Any], ctx: ServeContext) -> int:
+        door = doors[0]
+        options = ctx.options_for(self.name) or StdioOptions()
+        out_fd = protect_stdout()
+
+        async def main() -> None:
+            channel = StdioChannel(
+                0, out_fd, framing=getattr(door, "framing", "ndjson"), max_message_bytes=options.max_message_bytes
+            )
+            try:
+                await door.serve_channel(channel, ctx)
+            finally:
+                await channel.close()
+
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            return 130
+        return 0
+
+
+transport = StdioTransport

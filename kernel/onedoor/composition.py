@@ -1,0 +1,173 @@
+"""How doors and transports fit together: shapes, the door and transport interfaces.
+
+A transport offers one *shape*; a door declares the shapes it can serve.
+
+``asgi``     the transport hosts ASGI apps; several doors mount side by side on one
+             server, each under its own prefix (http).
+``channel``  the transport hands the door a :class:`Channel` per peer session: a stream
+             of whole messages (stdio: one session, NDJSON lines; slim: one channel per
+             SLIM session, one message per publish).
+
+A **door** plugin object has::
+
+    name: str                       # set by the loader from the entry-point name
+    shapes: frozenset[str]          # {"asgi"}, {"channel"} or both
+    framing: str = "ndjson"         # channel doors: "ndjson" (one JSON message a line on
+                                    # stdio) or "text" (messages written as they are)
+    Options: type | None            # optional dataclass of options (onedoor.options)
+    def asgi_mount(self, ctx: ServeContext) -> AsgiMount          # if "asgi" in shapes
+    async def serve_channel(self, channel: Channel, ctx: ServeContext) -> None
+                                                                  # if "channel" in shapes
+
+A **transport** plugin object has::
+
+    name: str
+    shape: str                      # "asgi" or "channel"
+    max_doors: int | None           # None: any number of doors at once
+    Options: type | None
+    def prepare(self, ctx: ServeContext) -> None     # optional; runs before doors load
+                                                     # (stdio protects stdout here)
+    def serve(self, doors: list, ctx: ServeContext) -> int   # blocks; returns exit code
+
+Plugin modules must import nothing heavy at module level: the CLI imports a transport
+to learn its shape, and `onedoor run` must stay fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+
+from .errors import CompositionError
+from .kernel import Kernel
+
+SHAPES = ("asgi", "channel")
+
+
+class ChannelClosed(Exception):
+    """Raised by :meth:`Channel.send` when the peer has gone."""
+
+
+class MessageTooLarge(Exception):
+    """Raised by :meth:`Channel.recv` for a message over the transport's limit.
+
+    The oversized message has been discarded; the channel stays usable, so the door can
+    answer with a protocol error and read on.
+    """
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"message of {size} bytes is over the limit of {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """One peer session: whole messages in, whole messages out."""
+
+    peer: str
+
+    async def recv(self) -> str | None:
+        """The next whole message, or None once the peer has closed the session."""
+
+    async def send(self, message: str) -> None:
+        """Send one whole message; raise ChannelClosed if the peer is gone."""
+
+    async def close(self) -> None:
+        """End the session from this side."""
+
+
+@dataclass
+class AsgiMount:
+    """What an asgi door hands the HTTP transport.
+
+    ``app`` is mounted under ``prefix``; ``lifespan`` (an async context manager
+    factory, or None) is entered by the parent app at start-up, since mounted apps'
+    own lifespans are not run. ``links`` are (label, path) pairs printed at start-up,
+    e.g. ``("chat page", "/agui/")``.
+    """
+
+    app: Any
+    prefix: str
+    lifespan: Callable[[], Any] | None = None
+    links: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ServeContext:
+    """Everything a door or transport needs at serve time."""
+
+    kernel: Kernel
+    options: dict[str, Any] = field(default_factory=dict)  # plugin name -> parsed Options
+    door_names: list[str] = field(default_factory=list)
+    transport_name: str = ""
+    hooks: Any = None  # pluggy hook relay, or None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def options_for(self, plugin: str) -> Any:
+        return self.options.get(plugin)
+
+
+@runtime_checkable
+class Door(Protocol):
+    name: str
+    shapes: frozenset[str]
+
+
+@runtime_checkable
+class Transport(Protocol):
+    name: str
+    shape: str
+
+    def serve(self, doors: list[Any], ctx: ServeContext) -> int: ...
+
+
+def check_door(obj: Any) -> str | None:
+    """Why ``obj`` is not a door, or None if it is one."""
+    shapes = getattr(obj, "shapes", None)
+    if not shapes or not isinstance(shapes, (set, frozenset, tuple, list)):
+        return "it has no 'shapes' (a set of 'asgi' and/or 'channel')"
+    unknown = set(shapes) - set(SHAPES)
+    if unknown:
+        return f"it declares unknown shape(s) {sorted(unknown)}"
+    if "asgi" in shapes and not callable(getattr(obj, "asgi_mount", None)):
+        return "it serves 'asgi' but has no asgi_mount(ctx)"
+    if "channel" in shapes and not callable(getattr(obj, "serve_channel", None)):
+        return "it serves 'channel' but has no serve_channel(channel, ctx)"
+    return None
+
+
+def check_transport(obj: Any) -> str | None:
+    shape = getattr(obj, "shape", None)
+    if shape not in SHAPES:
+        return f"its 'shape' is {shape!r}, not one of {', '.join(SHAPES)}"
+    if not callable(getattr(obj, "serve", None)):
+        return "it has no serve(doors, ctx)"
+    return None
+
+
+def validate_combination(
+    doors: Sequence[Any], transport: Any, transports_by_shape: dict[str, list[str]]
+) -> None:
+    """Raise CompositionError if these doors cannot be served over this transport."""
+    for door in doors:
+        if transport.shape not in door.shapes:
+            usable = sorted({t for s in door.shapes for t in transports_by_shape.get(s, [])})
+            hint = (
+                f"it can use: {', '.join(usable)}"
+                if usable
+                else f"no installed transport offers {' or '.join(sorted(door.shapes))}"
+            )
+            raise CompositionError(
+                f"door {door.name!r} cannot be served over transport {transport.name!r} "
+                f"(which offers {transport.shape!r}; the door serves {', '.join(sorted(door.shapes))}); {hint}"
+            )
+    limit = getattr(transport, "max_doors", None)
+    if limit is not None and len(doors) > limit:
+        raise CompositionError(
+            f"transport {transport.name!r} serves {limit} door at a time; got {len(doors)}: "
+            + ", ".join(d.name for d in doors)
+        )
+    names = [d.name for d in doors]
+    if len(set(names)) != len(names):
+        raise CompositionError("a door was named twice: " + ", ".join(names))

@@ -1,0 +1,38 @@
+"""Errors the kernel raises to doors and to the CLI. Each carries a one-line message."""
+
+from __future__ import annotations
+
+
+class OnedoorError(Exception):
+    """Base class: the message is meant for the user, one line, no traceback."""
+
+
+class RunRefused(OnedoorError):
+    """The kernel would not start a run.
+
+    ``reason`` is one of ``busy`` (too many concurrent runs; retry after
+    ``retry_after`` seconds), ``too_large`` (message or history over the limit) or
+    ``invalid`` (empty message, malformed history). Doors map these to their own
+    error shapes (HTTP 429/503, 413/422, JSON-RPC invalid params…).
+    """
+
+    def __init__(self, reason: str, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class ContractViolation(OnedoorError):
+    """A backend's event stream broke the port's contract."""
+
+
+class PluginError(OnedoorError):
+    """A plugin could not be found, loaded, or is of the wrong kind."""
+
+
+class CompositionError(OnedoorError):
+    """A door and a transport that cannot work together, or bad serve options."""
+
+
+class OptionsError(OnedoorError):
+    """An unknown, missing or malformed option."""

@@ -1,0 +1,195 @@
+"""Serve time: pick doors and a transport, check they fit, build the kernel, serve.
+
+Everything is validated before anything starts: plugin names, the door/transport
+combination, every plugin's options and the backend's. A problem is one
+:class:`OnedoorError` with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from . import plugins
+from .composition import ServeContext, validate_combination
+from .errors import CompositionError, OptionsError, PluginError
+from .kernel import Kernel, Limits
+from .options import _coerce, _hints, load_config_file, option_fields, parse_options, split_cli_options
+
+DEFAULT_BACKEND = "scripted"
+DEFAULT_HTTP_DOORS = ("rest", "agui", "mcp")
+
+
+@dataclass
+class Settings:
+    """What the CLI collected: names, raw option pairs and the config file."""
+
+    doors: list[str] = field(default_factory=list)
+    transport: str | None = None
+    backend: str | None = None
+    options: list[str] = field(default_factory=list)  # "scope.name=value" or "name=value"
+    config: Path | None = None
+
+
+def _file_options(config: dict[str, Any], plugin: str) -> dict[str, Any]:
+    """The ``[options.PLUGIN]`` table of onedoor.toml."""
+    table = config.get("options", {}).get(plugin, {})
+    if not isinstance(table, dict):
+        raise OptionsError(f"onedoor.toml: [options.{plugin}] must be a table")
+    return table
+
+
+def build_limits(values: dict[str, Any]) -> Limits:
+    known = {f.name for f in fields(Limits)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise OptionsError(f"unknown limit {unknown[0]!r}; known limits: {', '.join(sorted(known))}")
+    hints = _hints(Limits)
+    return Limits(**{k: _coerce(v, hints[k], f"limit {k!r}") for k, v in values.items()})
+
+
+def transports_by_shape() -> dict[str, list[str]]:
+    """Installed, loadable transports grouped by the shape they offer."""
+    out: dict[str, list[str]] = {}
+    for name in plugins.names("transport"):
+        try:
+            obj = plugins.load("transport", name)
+        except PluginError:
+            continue
+        out.setdefault(obj.shape, []).append(name)
+    return out
+
+
+def _route_options(
+    pairs: list[str], declared: dict[str, Any]
+) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Send each -o pair to its plugin: explicit scope, or the one plugin declaring it."""
+    scoped = split_cli_options(pairs)
+    per_plugin: dict[str, dict[str, str]] = {name: {} for name in declared}
+    limits: dict[str, str] = dict(scoped.pop("limits", {}))
+    for scope, values in scoped.items():
+        if scope == "":
+            for key, value in values.items():
+                owners = [
+                    name for name, otype in declared.items()
+                    if key.replace("-", "_") in {f.name for f in option_fields(otype)}
+                ]
+                if key.replace("-", "_") in {f.name for f in fields(Limits)} and not owners:
+                    limits[key] = value
+                    continue
+                if not owners:
+                    raise OptionsError(
+                        f"no chosen plugin takes option {key!r} (plugins: {', '.join(declared) or 'none'}); "
+                        "see `onedoor plugins --options`"
+                    )
+                if len(owners) > 1:
+                    raise OptionsError(
+                        f"option {key!r} is taken by {', '.join(owners)}: write it as {owners[0]}.{key}=…"
+                    )
+                per_plugin[owners[0]][key] = value
+        else:
+            name = scope
+            if name not in per_plugin:
+                raise OptionsError(f"option scope {scope!r} names no chosen plugin ({', '.join(declared)})")
+            per_plugin[name].update(values)
+    return per_plugin, limits
+
+
+@dataclass
+class Plan:
+    """A validated serve plan, ready to start."""
+
+    transport: Any
+    doors: list[Any]
+    ctx: ServeContext
+
+
+def plan_serve(settings: Settings, *, default_transport: str = "http") -> Plan:
+    config = load_config_file(settings.config)
+    door_names = list(dict.fromkeys(settings.doors))
+    transport_name = settings.transport or config.get("transport")
+    if not door_names and config.get("doors"):
+        door_names = list(config["doors"])
+    if transport_name is None:
+        transport_name = default_transport
+    transport = plugins.load("transport", transport_name)
+    if not door_names:
+        if transport.shape != "asgi":
+            raise CompositionError(f"name a door to serve over {transport_name!r}: --door NAME")
+        door_names = [n for n in DEFAULT_HTTP_DOORS if n in plugins.names("door")]
+        if not door_names:
+            raise CompositionError(
+                "no HTTP door is installed; install one, e.g. pip install onedoor-door-rest onedoor-door-agui"
+            )
+    doors = [plugins.load("door", name) for name in door_names]
+    validate_combination(doors, transport, transports_by_shape())
+    backend_name = settings.backend or config.get("backend") or DEFAULT_BACKEND
+
+    # Options: every chosen plugin, plus the backend.
+    backend_factory = plugins.load("backend", backend_name)
+    declared: dict[str, Any] = {transport_name: getattr(transport, "Options", None)}
+    for door in doors:
+        declared[door.name] = getattr(door, "Options", None)
+    declared[backend_name] = getattr(backend_factory, "Options", None)
+    pairs = list(settings.options)
+    scoped_pairs = []
+    for pair in pairs:  # "backend.x=…" means the chosen backend
+        if pair.startswith("backend."):
+            pair = f"{backend_name}." + pair[len("backend.") :]
+        scoped_pairs.append(pair)
+    per_plugin, limit_values = _route_options(scoped_pairs, declared)
+    limits = build_limits({**config.get("limits", {}), **limit_values})
+
+    parsed: dict[str, Any] = {}
+    for kind, name in [("transport", transport_name)] + [("door", d.name) for d in doors]:
+        parsed[name] = parse_options(declared[name], name, cli=per_plugin.get(name), file=_file_options(config, name))
+    backend, backend_options = plugins.make_backend(
+        backend_name, cli=per_plugin.get(backend_name), file=_file_options(config, backend_name)
+    )
+    parsed[backend_name] = backend_options
+
+    pm = plugins.plugin_manager()
+    for door in doors:
+        plugins.register_hooks(pm, "door", door.name, door)
+    plugins.register_hooks(pm, "transport", transport_name, transport)
+    kernel = Kernel(backend, limits=limits, hooks=pm.hook)
+    ctx = ServeContext(
+        kernel=kernel,
+        options=parsed,
+        door_names=[d.name for d in doors],
+        transport_name=transport_name,
+        hooks=pm.hook,
+    )
+    return Plan(transport, doors, ctx)
+
+
+def serve(settings: Settings) -> int:
+    plan = plan_serve(settings)
+    prepare = getattr(plan.transport, "prepare", None)
+    if callable(prepare):
+        prepare(plan.ctx.options_for(plan.transport.name))
+    return int(plan.transport.serve(plan.doors, plan.ctx) or 0)
+
+
+def kernel_for(backend_name: str | None, option_pairs: list[str], config_path: Path | None = None) -> Kernel:
+    """A kernel for one-shot use (`onedoor run`): backend + its options + limits + hooks."""
+    config = load_config_file(config_path)
+    name = backend_name or config.get("backend") or DEFAULT_BACKEND
+    backend_values: dict[str, str] = {}
+    limit_values: dict[str, str] = {}
+    for scope, values in split_cli_options(option_pairs).items():
+        if scope in ("", "backend", name):
+            for key, value in values.items():
+                if scope == "" and key in {f.name for f in fields(Limits)}:
+                    limit_values[key] = value
+                else:
+                    backend_values[key] = value
+        elif scope == "limits":
+            limit_values.update(values)
+        else:
+            raise OptionsError(f"option scope {scope!r} names no chosen plugin (backend {name!r})")
+    backend, _ = plugins.make_backend(name, cli=backend_values, file=_file_options(config, name))
+    limits = build_limits({**config.get("limits", {}), **limit_values})
+    pm = plugins.plugin_manager()
+    return Kernel(backend, limits=limits, hooks=pm.hook)
