@@ -24,29 +24,29 @@ STOP_MAX_TURNS = "max_turns"
 STOP_PENDING_TOOLS = "pending_tools"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RunStarted:
     run_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ReasoningDelta:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ToolStarted:
     call_id: str
     name: str
     arguments: Any  # a JSON value, usually an object
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ToolFinished:
     call_id: str
     name: str
@@ -59,14 +59,14 @@ class ToolFinished:
         return json.dumps(self.result, ensure_ascii=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RunFinished:
     run_id: str
     text: str
     stop_reason: str = STOP_END_TURN
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RunFailed:
     run_id: str
     error: str

@@ -22,7 +22,8 @@ import inspect
 import logging
 import threading
 import time
-import uuid
+import os
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
@@ -85,10 +86,18 @@ class Kernel:
         self.hooks = hooks  # a pluggy PluginManager's .hook relay, or None
         self._active = 0
         self._threads: set[threading.Thread] = set()
+        self._runs: "weakref.WeakSet[RunStream]" = weakref.WeakSet()
 
     @property
     def active_runs(self) -> int:
         return self._active
+
+    def cancel_all(self) -> int:
+        """Cancel every run in flight (graceful shutdown); returns how many were told."""
+        runs = [r for r in list(self._runs) if r.outcome is None]
+        for run in runs:
+            run.cancel()
+        return len(runs)
 
     def worker_threads(self) -> list[threading.Thread]:
         """Worker threads of sync runs that are still alive (for tests and metrics)."""
@@ -131,13 +140,15 @@ class Kernel:
             )
         self._active += 1
         context = RunContext(
-            run_id=run_id or uuid.uuid4().hex,
+            run_id=run_id or os.urandom(16).hex(),
             cancel=CancelToken(),
             tools=tuple(tools),
             door=door,
             extras=dict(extras or {}),
         )
-        return RunStream(self, message, past, context)
+        stream = RunStream(self, message, past, context)
+        self._runs.add(stream)
+        return stream
 
     def _release(self) -> None:
         self._active -= 1
@@ -145,10 +156,19 @@ class Kernel:
     def _call_hook(self, name: str, **kwargs: Any) -> None:
         if self.hooks is None:
             return
-        try:
-            getattr(self.hooks, name)(**kwargs)
-        except Exception:  # an observer must never break a run
-            log.exception("lifecycle hook %s failed", name)
+        caller = getattr(self.hooks, name, None)
+        if caller is None:
+            return
+        impls = getattr(caller, "get_hookimpls", None)
+        if impls is None:  # a plain object standing in for pluggy's relay
+            calls = [(caller, kwargs)]
+        else:  # call each implementation alone, so one broken observer cannot silence the rest
+            calls = [(impl.function, {a: kwargs[a] for a in impl.argnames}) for impl in reversed(impls())]
+        for function, arguments in calls:
+            try:
+                function(**arguments)
+            except Exception:  # an observer must never break a run
+                log.exception("lifecycle hook %s failed", name)
 
 
 _SIGNATURE_CACHE: dict[Any, bool] = {}
@@ -327,6 +347,7 @@ class RunStream:
         self._agent: Any = None
         self._feed: _Feed | None = None
         self._pump: asyncio.Task | None = None
+        self._thread: threading.Thread | None = None
         self.info: RunInfo | None = None
         self._gen = self._drive()
 
@@ -460,12 +481,12 @@ class RunStream:
     # -- backend management ------------------------------------------------------------
     def _start_backend(self) -> None:
         loop = asyncio.get_running_loop()
-        feed = self._feed = _Feed(loop, self.kernel.limits.queue_size)
         try:
             agent = self._agent = self.kernel.backend.factory()
             method = agent.run
         except Exception as exc:
             raise _Stop(f"backend {self.kernel.backend.name!r} could not create an agent: {type(exc).__name__}: {exc}") from None
+        feed = self._feed = _Feed(loop, self.kernel.limits.queue_size)
         kwargs: dict[str, Any] = {"history": self.history}
         if _accepts_context(method):
             kwargs["context"] = self.context
@@ -479,6 +500,7 @@ class RunStream:
                 daemon=True,
             )
             self.kernel._threads.add(thread)
+            self._thread = thread
             thread.start()
 
     async def _pump_async(self, method: Any, kwargs: dict[str, Any], feed: _Feed) -> None:
@@ -533,24 +555,34 @@ class RunStream:
             return
         feed.close()
         if feed.exited.done():
+            self._join_worker()
             return
         if tell:
             self._tell_backend()
         grace = self.kernel.limits.cancel_grace
         try:
             await asyncio.wait_for(asyncio.shield(feed.exited), grace)
+            self._join_worker()
             return
         except asyncio.TimeoutError:
             if not tell:
                 self._tell_backend()
         try:
             await asyncio.wait_for(asyncio.shield(feed.exited), grace)
+            self._join_worker()
         except asyncio.TimeoutError:
             log.warning(
                 "backend %r did not stop within %g s of being cancelled; leaving its worker to finish",
                 self.kernel.backend.name,
                 self.kernel.limits.cancel_grace,
             )
+
+    def _join_worker(self) -> None:
+        """The worker has signalled its end; wait out the instant until its thread exits."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(1.0)
+            self.kernel._threads.discard(thread)
 
     def _describe_error(self, exc: BaseException) -> str:
         log.debug("backend %r raised", self.kernel.backend.name, exc_info=exc)

@@ -192,12 +192,11 @@ def describe(options_type: Any) -> list[tuple[str, str, str]]:
 
 def load_config_file(path: Path | None) -> dict[str, Any]:
     """Read onedoor.toml (the given path, or ./onedoor.toml if it exists)."""
-    import tomllib
-
     if path is None:
         path = Path("onedoor.toml")
         if not path.is_file():
             return {}
+    import tomllib
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)

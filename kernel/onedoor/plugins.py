@@ -149,13 +149,13 @@ def load(kind: str, name: str) -> Any:
 
 
 def _check_kind(kind: str, name: str, obj: Any) -> Any:
-    from .composition import check_door, check_transport
-
     if kind == "backend":
         if not callable(obj):
             raise PluginError(f"backend {name!r} is not a factory: got {type(obj).__name__}, expected a callable")
         return obj
     if kind in ("door", "transport"):
+        from .composition import check_door, check_transport
+
         if inspect.isclass(obj):
             try:
                 obj = obj()

@@ -22,7 +22,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES = ("system", "user", "assistant", "tool")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ToolCall:
     """A tool call the assistant made in an earlier turn."""
 
@@ -34,7 +34,7 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Message:
     """One message of the history a caller passes in.
 
@@ -87,7 +87,7 @@ def normalize_history(history: Iterable[Any] | None) -> list[Message]:
     return [Message.from_dict(m) for m in history]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ToolSpec:
     """A tool a door offers to the backend for one run.
 

@@ -11,11 +11,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from . import plugins
-from .composition import ServeContext, validate_combination
 from .errors import CompositionError, OptionsError, PluginError
 from .kernel import Kernel, Limits
 from .options import _coerce, _hints, load_config_file, option_fields, parse_options, split_cli_options
+
+if TYPE_CHECKING:
+    from .composition import ServeContext
 
 DEFAULT_BACKEND = "scripted"
 DEFAULT_HTTP_DOORS = ("rest", "agui", "mcp")
@@ -102,10 +106,12 @@ class Plan:
 
     transport: Any
     doors: list[Any]
-    ctx: ServeContext
+    ctx: "ServeContext"
 
 
 def plan_serve(settings: Settings, *, default_transport: str = "http") -> Plan:
+    from .composition import ServeContext, validate_combination
+
     config = load_config_file(settings.config)
     door_names = list(dict.fromkeys(settings.doors))
     transport_name = settings.transport or config.get("transport")

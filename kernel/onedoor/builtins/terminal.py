@@ -1,9 +1,8 @@
-"""The terminal door: `onedoor run "…"` and the interactive `onedoor chat`.
+"""`onedoor run "…"`: one message, the reply streamed to the terminal.
 
 ``run_once`` streams one reply to stdout as it is written (tool calls and reasoning go
 to stderr, so stdout is the reply alone), or with ``json_lines`` prints every core event
-as one JSON object a line. The door object serves an interactive session over any
-channel transport (stdio, or SLIM for a remote terminal) and keeps the history.
+as one JSON object a line. The interactive door is in :mod:`onedoor.builtins.chat`.
 """
 
 from __future__ import annotations
@@ -12,10 +11,8 @@ import asyncio
 import json
 import signal
 import sys
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..composition import ChannelClosed, ServeContext
 from ..errors import RunRefused
 from ..events import (
     STOP_CANCELLED,
@@ -29,9 +26,6 @@ from ..events import (
 )
 from ..kernel import Kernel
 from ..port import Message
-
-HELP = "Commands: /reset forgets the conversation, /exit (or Ctrl-D) leaves. Ctrl-C stops a reply."
-
 
 def _short(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -115,81 +109,3 @@ async def run_once(
         if installed:
             _remove_sigint()
     return code
-
-
-@dataclass
-class TerminalOptions:
-    show_tools: bool = field(default=True, metadata={"help": "show tool calls in the conversation"})
-    show_reasoning: bool = field(default=False, metadata={"help": "show the agent's reasoning"})
-
-
-class TerminalDoor:
-    """Interactive chat over a channel: each incoming message is a line the user typed."""
-
-    name = "terminal"
-    shapes = frozenset({"channel"})
-    framing = "text"
-    Options = TerminalOptions
-
-    async def serve_channel(self, channel: Any, ctx: ServeContext) -> None:
-        options = ctx.options_for(self.name) or TerminalOptions()
-        kernel = ctx.kernel
-        history: list[Message] = []
-        try:
-            await channel.send(f"onedoor chat, backend {kernel.backend.name!r}. {HELP}\n> ")
-            while True:
-                line = await channel.recv()
-                if line is None or line.strip() in ("/exit", "/quit"):
-                    return
-                text = line.strip()
-                if not text:
-                    await channel.send("> ")
-                    continue
-                if text == "/reset":
-                    history.clear()
-                    await channel.send("[conversation forgotten]\n> ")
-                    continue
-                if text == "/help":
-                    await channel.send(HELP + "\n> ")
-                    continue
-                reply = await self._turn(channel, kernel, text, history, options)
-                if reply is not None:
-                    history.append(Message("user", text))
-                    history.append(Message("assistant", reply))
-                await channel.send("> ")
-        except ChannelClosed:
-            return
-
-    async def _turn(self, channel: Any, kernel: Kernel, text: str, history: list[Message], options: TerminalOptions) -> str | None:
-        try:
-            run = kernel.run(text, history=history, door="terminal")
-        except RunRefused as exc:
-            await channel.send(f"[refused: {exc}]\n")
-            return None
-        installed = _install_sigint(run.cancel)
-        try:
-            async with run:
-                async for event in run:
-                    kind = type(event)
-                    if kind is TextDelta:
-                        await channel.send(event.text)
-                    elif kind is ReasoningDelta and options.show_reasoning:
-                        await channel.send(event.text)
-                    elif kind is ToolStarted and options.show_tools:
-                        await channel.send(f"[tool {event.name} {_short(event.arguments)}]\n")
-                    elif kind is ToolFinished and options.show_tools:
-                        await channel.send(f"[tool {event.name} -> {_short(event.result)}]\n")
-                    elif kind is RunFinished:
-                        note = " [cancelled]" if event.stop_reason == STOP_CANCELLED else ""
-                        await channel.send(note + "\n")
-                        return event.text
-                    elif kind is RunFailed:
-                        await channel.send(f"\n[error: {event.error}]\n")
-                        return None
-        finally:
-            if installed:
-                _remove_sigint()
-        return None
-
-
-door = TerminalDoor

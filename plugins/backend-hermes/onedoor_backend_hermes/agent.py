@@ -1,0 +1,210 @@
+"""One hermes AIAgent per run, behind the port.
+
+hermes' ``run_conversation`` blocks and reports through callbacks on its own threads.
+:class:`HermesAgent` runs it on a helper thread, turns the callbacks into core events
+on a queue, and yields them from the kernel's worker thread. Tool calls are matched by
+call id; the ``None`` flush marker is dropped; newlines hermes puts in front of the
+first text after a tool call are dropped when no text came before. ``cancel()`` calls
+hermes' ``interrupt()``; the run then ends cancelled with the partial text.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from typing import Any, Iterator, Sequence
+
+from onedoor.events import (
+    STOP_CANCELLED,
+    STOP_MAX_TURNS,
+    Event,
+    ReasoningDelta,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from onedoor.port import CancelToken, Message, RunContext
+
+from .options import HermesOptions
+
+_END = object()
+_JOIN_LIMIT = 30.0  # seconds to wait for hermes to return after an interrupt
+
+
+def to_hermes_history(history: Sequence[Message]) -> list[dict[str, Any]]:
+    """Core history as OpenAI-style messages, the shape hermes keeps."""
+    out: list[dict[str, Any]] = []
+    for m in history:
+        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            item["tool_calls"] = [
+                {
+                    "id": c.id, "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments or {})},
+                }
+                for c in m.tool_calls
+            ]
+        if m.tool_call_id is not None:
+            item["tool_call_id"] = m.tool_call_id
+        out.append(item)
+    return out
+
+
+def _result_value(text: Any) -> Any:
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+class HermesAgent:
+    """Sync agent: the kernel drives ``run`` on a worker thread and calls ``cancel()``."""
+
+    def __init__(self, options: HermesOptions) -> None:
+        self.options = options
+        self.token = CancelToken()
+        self._hermes: Any = None
+        self._interrupted = False
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        self.token.cancel()
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        with self._lock:
+            hermes, first = self._hermes, not self._interrupted
+            self._interrupted = True
+        if hermes is not None and first:
+            hermes.interrupt()
+
+    def _build(self, events: "queue.SimpleQueue[Any]") -> Any:
+        from .embed import build_agent
+
+        o = self.options
+        kwargs: dict[str, Any] = {
+            "model": o.model,
+            "api_key": o.api_key or ("not-needed" if o.base_url else None),
+            "quiet_mode": True,
+            "skip_memory": True,
+            "skip_context_files": True,
+            "save_trajectories": False,
+            "enabled_toolsets": list(o.toolsets),
+            "max_iterations": o.max_iterations,
+            "ephemeral_system_prompt": o.system_prompt or None,
+            "stream_delta_callback": lambda text: events.put(("text", text)),
+            "reasoning_callback": lambda text: events.put(("reasoning", text)),
+            "tool_start_callback": lambda call_id, name, args: events.put(("start", call_id, name, args)),
+            "tool_complete_callback": lambda call_id, name, args, result: events.put(("done", call_id, name, result)),
+        }
+        if o.base_url:
+            kwargs.update(base_url=o.base_url, provider="custom", api_mode="chat_completions")
+        else:
+            kwargs.update(provider=o.provider)
+        return build_agent(o.home, o.context_length, **kwargs)
+
+    def run(self, message: str, *, history: Sequence[Message] | None = None, context: RunContext | None = None) -> Iterator[Event]:
+        run_id = context.run_id if context is not None else "hermes"
+        token = context.cancel if context is not None else self.token
+        yield RunStarted(run_id)
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        hermes = self._build(events)
+        with self._lock:
+            self._hermes = hermes
+            interrupt_now = self._interrupted
+        if interrupt_now or token.cancelled:
+            hermes.interrupt()
+        outcome: dict[str, Any] = {}
+        past = to_hermes_history(history or ())
+
+        def converse() -> None:
+            try:
+                outcome["result"] = hermes.run_conversation(message, conversation_history=past)
+            except BaseException as exc:  # noqa: BLE001 - reported as RunFailed
+                outcome["error"] = exc
+            finally:
+                events.put(_END)
+
+        thread = threading.Thread(target=converse, name=f"hermes-{run_id[:8]}", daemon=True)
+        thread.start()
+        parts: list[str] = []
+        open_tools: dict[str, str] = {}
+        try:
+            while True:
+                try:
+                    item = events.get(timeout=0.1)
+                except queue.Empty:
+                    if token.cancelled:
+                        self._interrupt()
+                    continue
+                if item is _END:
+                    break
+                for event in self._map(item, parts, open_tools):
+                    yield event
+        finally:
+            if thread.is_alive():  # closed early (kernel cancel): stop hermes and wait for it
+                self._interrupt()
+                thread.join(_JOIN_LIMIT)
+            _close(hermes)
+        for call_id, name in list(open_tools.items()):
+            yield ToolFinished(call_id, name, "the tool call did not finish", True)
+        error = outcome.get("error")
+        result = outcome.get("result") or {}
+        if error is not None:
+            yield RunFailed(run_id, f"hermes failed: {type(error).__name__}: {error}")
+            return
+        if result.get("interrupted") or self._interrupted or token.cancelled:
+            yield RunFinished(run_id, "".join(parts), STOP_CANCELLED)
+            return
+        if result.get("failed"):
+            yield RunFailed(run_id, str(result.get("error") or result.get("final_response") or "hermes reported a failure"))
+            return
+        final = result.get("final_response")
+        if not parts and isinstance(final, str) and final:
+            parts.append(final)  # the model did not stream
+            yield TextDelta(final)
+        reason = str(result.get("turn_exit_reason") or "")
+        stop = STOP_MAX_TURNS if "iteration" in reason or "max_turn" in reason else "end_turn"
+        yield RunFinished(run_id, "".join(parts), stop)
+
+    def _map(self, item: tuple, parts: list[str], open_tools: dict[str, str]) -> Iterator[Event]:
+        kind = item[0]
+        if kind == "text":
+            text = item[1]
+            if text is None:  # hermes' flush marker before tool calls
+                return
+            if not parts:
+                text = text.lstrip("\r\n")
+            if text:
+                parts.append(text)
+                yield TextDelta(text)
+        elif kind == "reasoning":
+            if item[1]:
+                yield ReasoningDelta(item[1])
+        elif kind == "start":
+            _, call_id, name, args = item
+            call_id = str(call_id or f"hermes-{len(open_tools)}-{name}")
+            if call_id not in open_tools:
+                open_tools[call_id] = name
+                yield ToolStarted(call_id, name, args if args is not None else {})
+        elif kind == "done":
+            _, call_id, name, result = item
+            if call_id in open_tools:
+                open_tools.pop(call_id)
+                is_error = isinstance(result, str) and result.startswith(("Error", "error:"))
+                yield ToolFinished(call_id, name, _result_value(result), is_error)
+
+
+def _close(hermes: Any) -> None:
+    close = getattr(hermes, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # noqa: BLE001 - cleanup must not mask the run's outcome
+            pass

@@ -1,0 +1,267 @@
+"""The pydantic-ai agent behind the port (imported only when a run starts).
+
+One :class:`PydanticAIAgent` per run. It streams ``Agent.run_stream_events`` and maps
+pydantic-ai's events to core events as they arrive: text and thinking deltas, a
+ToolStarted when a function-tool call is about to run (arguments complete) and a
+ToolFinished with its result. Door-offered tools become a toolset for this run only:
+server tools call their handler, client tools are external (deferred) tools, and a run
+that calls one ends with stop_reason ``pending_tools``. Cancelling the kernel's task
+leaves ``run_stream_events``, which cancels the run and closes the model request.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any, AsyncIterator, Sequence
+
+from onedoor.events import (
+    STOP_PENDING_TOOLS,
+    Event,
+    ReasoningDelta,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from onedoor.port import Message, RunContext, ToolSpec
+
+from .history import to_model_messages
+from .options import PydanticAIOptions
+
+
+def load_agent(target: str) -> Any:
+    """Import ``module:attribute``; call it if it is a factory rather than an Agent."""
+    from pydantic_ai.agent import AbstractAgent
+
+    module_name, _, attr = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise RuntimeError(f"cannot import {module_name!r} for agent {target!r}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise RuntimeError(f"module {module_name!r} has no attribute {attr!r}") from None
+    if not isinstance(obj, AbstractAgent) and callable(obj):
+        obj = obj()
+    if not isinstance(obj, AbstractAgent):
+        raise RuntimeError(f"{target!r} is {type(obj).__name__}, not a pydantic-ai Agent")
+    return obj
+
+
+class PydanticAIAgent:
+    """Async agent: the kernel runs it in a task and cancels the task to stop it."""
+
+    def __init__(self, options: PydanticAIOptions) -> None:
+        self.options = options
+
+    def _build(self) -> tuple[Any, Any]:
+        """The pydantic-ai Agent for this run, and an OpenAI client to close after it."""
+        from pydantic_ai import Agent
+
+        opts = self.options
+        if opts.agent:
+            return load_agent(opts.agent), None
+        if opts.base_url:
+            from openai import AsyncOpenAI
+            from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            client = AsyncOpenAI(
+                base_url=opts.base_url,
+                api_key=opts.api_key or _env_key() or "not-needed",
+                max_retries=opts.retries,
+                timeout=opts.timeout,
+            )
+            name = opts.model.split(":", 1)[1] if opts.model.startswith(("openai:", "openai-chat:")) else opts.model
+            model: Any = OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
+            return Agent(model, instructions=opts.instructions or None), client
+        return Agent(opts.model, instructions=opts.instructions or None), None
+
+    async def run(
+        self, message: str, *, history: Sequence[Message] | None = None, context: RunContext | None = None
+    ) -> AsyncIterator[Event]:
+        run_id = context.run_id if context is not None else "pydantic-ai"
+        yield RunStarted(run_id)
+        agent, client = self._build()
+        try:
+            async for event in self._stream(agent, run_id, message, history or (), context):
+                yield event
+        finally:
+            if client is not None:
+                await client.close()
+
+    async def _stream(
+        self, agent: Any, run_id: str, message: str, history: Sequence[Message], context: RunContext | None
+    ) -> AsyncIterator[Event]:
+        from pydantic_ai import (
+            AgentRunResultEvent,
+            DeferredToolRequests,
+            FunctionToolCallEvent,
+            FunctionToolResultEvent,
+            PartDeltaEvent,
+            PartStartEvent,
+        )
+        from pydantic_ai.messages import RetryPromptPart, TextPart, TextPartDelta, ThinkingPart, ThinkingPartDelta
+
+        tools = context.tools if context is not None else ()
+        toolsets = build_toolsets(tools)
+        kwargs: dict[str, Any] = {"message_history": to_model_messages(history) or None}
+        if toolsets:
+            kwargs["toolsets"] = toolsets
+        if any(t.client for t in tools):
+            kwargs["output_type"] = [agent.output_type, DeferredToolRequests]
+        parts: list[str] = []
+        open_calls: dict[str, str] = {}
+        output: Any = None
+        try:
+            async with agent.run_stream_events(message, **kwargs) as events:
+                async for ev in events:
+                    if isinstance(ev, PartStartEvent):
+                        part = ev.part
+                        if isinstance(part, TextPart) and part.content:
+                            parts.append(part.content)
+                            yield TextDelta(part.content)
+                        elif isinstance(part, ThinkingPart) and part.content:
+                            yield ReasoningDelta(part.content)
+                    elif isinstance(ev, PartDeltaEvent):
+                        delta = ev.delta
+                        if isinstance(delta, TextPartDelta) and delta.content_delta:
+                            parts.append(delta.content_delta)
+                            yield TextDelta(delta.content_delta)
+                        elif isinstance(delta, ThinkingPartDelta) and delta.content_delta:
+                            yield ReasoningDelta(delta.content_delta)
+                    elif isinstance(ev, FunctionToolCallEvent):
+                        call = ev.part
+                        if call.tool_call_id not in open_calls:
+                            open_calls[call.tool_call_id] = call.tool_name
+                            yield ToolStarted(call.tool_call_id, call.tool_name, _args(call))
+                    elif isinstance(ev, FunctionToolResultEvent):
+                        result = ev.part
+                        name = open_calls.pop(result.tool_call_id, None)
+                        if name is None:
+                            continue
+                        if isinstance(result, RetryPromptPart):
+                            yield ToolFinished(result.tool_call_id, name, _jsonable(result.content), True)
+                        else:
+                            yield ToolFinished(result.tool_call_id, name, _jsonable(result.content), False)
+                    elif isinstance(ev, AgentRunResultEvent):
+                        output = ev.result.output
+        except Exception as exc:  # noqa: BLE001 - the run's failure, told to the door
+            yield RunFailed(run_id, describe_error(exc))
+            return
+        if isinstance(output, DeferredToolRequests):
+            pending = {c.tool_call_id for c in output.calls}
+            for call_id in list(open_calls):
+                if call_id not in pending:  # not waiting on the client: close it honestly
+                    yield ToolFinished(call_id, open_calls.pop(call_id), "not run", True)
+            for call in output.calls:
+                if call.tool_call_id not in open_calls:
+                    open_calls[call.tool_call_id] = call.tool_name
+                    yield ToolStarted(call.tool_call_id, call.tool_name, _args(call))
+            yield RunFinished(run_id, "".join(parts), STOP_PENDING_TOOLS)
+            return
+        for call_id, name in list(open_calls.items()):
+            yield ToolFinished(call_id, name, "no result", True)
+        if output is not None and not isinstance(output, str):
+            text = json.dumps(_jsonable(output), ensure_ascii=False)
+            parts.append(text)
+            yield TextDelta(text)
+        elif isinstance(output, str) and not parts and output:
+            parts.append(output)  # a model that did not stream its text
+            yield TextDelta(output)
+        yield RunFinished(run_id, "".join(parts))
+
+
+def build_toolsets(tools: Sequence[ToolSpec]) -> list[Any]:
+    """Door-offered tools as pydantic-ai toolsets for one run."""
+    if not tools:
+        return []
+    from pydantic_ai import ExternalToolset, FunctionToolset, Tool
+    from pydantic_ai.tools import ToolDefinition
+
+    server = [t for t in tools if not t.client and t.handler is not None]
+    client = [t for t in tools if t.client]
+    out: list[Any] = []
+    if server:
+        out.append(FunctionToolset([
+            Tool.from_schema(_caller(t), name=t.name, description=t.description or None, json_schema=_schema(t))
+            for t in server
+        ]))
+    if client:
+        out.append(ExternalToolset([
+            ToolDefinition(name=t.name, description=t.description or None, parameters_json_schema=_schema(t))
+            for t in client
+        ]))
+    return out
+
+
+def _schema(tool: ToolSpec) -> dict[str, Any]:
+    schema = dict(tool.parameters or {})
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _caller(tool: ToolSpec) -> Any:
+    async def call(**arguments: Any) -> Any:
+        return await tool.handler(arguments)
+
+    call.__name__ = tool.name
+    return call
+
+
+def _args(call: Any) -> Any:
+    try:
+        return call.args_as_dict()
+    except Exception:  # noqa: BLE001 - malformed JSON from the model: pass it on as text
+        return call.args
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        pass
+    try:
+        from pydantic_core import to_jsonable_python
+
+        return to_jsonable_python(value)
+    except Exception:  # noqa: BLE001
+        return str(value)
+
+
+def _env_key() -> str:
+    import os
+
+    return os.environ.get("OPENAI_API_KEY", "")
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line, useful message for a failed run (never the API key)."""
+    from pydantic_ai import ModelAPIError, ModelHTTPError
+
+    if isinstance(exc, ModelHTTPError):
+        detail = _body_message(exc.body) or str(exc)
+        return f"the model provider answered HTTP {exc.status_code} ({exc.model_name}): {detail}"
+    if isinstance(exc, ModelAPIError):
+        return f"the model provider failed ({exc.model_name}): {exc.message}"
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _body_message(body: Any) -> str:
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    if isinstance(body, str):
+        return body
+    return ""

@@ -1,0 +1,69 @@
+"""Slash commands the door answers itself, without the model.
+
+Advertised to the editor with ``available_commands_update``. A ``/word`` that is not
+one of these goes to the agent unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+COMMANDS: list[dict[str, Any]] = [
+    {"name": "help", "description": "list the commands this agent answers itself"},
+    {"name": "reset", "description": "forget this session's conversation (keeps the session)"},
+    {"name": "backend", "description": "show or switch the backend that answers",
+     "input": {"hint": "backend name"}},
+    {"name": "model", "description": "same as /backend", "input": {"hint": "backend name"}},
+    {"name": "version", "description": "show onedoor, door, protocol and backend versions"},
+]
+NAMES = {c["name"] for c in COMMANDS}
+
+
+def parse(text: str) -> tuple[str, str] | None:
+    """(command, argument) if ``text`` is one of our commands, else None."""
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    word, _, rest = stripped[1:].partition(" ")
+    if word not in NAMES or "\n" in word:
+        return None
+    return word, rest.strip()
+
+
+def help_text() -> str:
+    lines = ["Commands answered by onedoor itself (anything else goes to the agent):"]
+    for c in COMMANDS:
+        hint = f" <{c['input']['hint']}>" if "input" in c else ""
+        lines.append(f"  /{c['name']}{hint}: {c['description']}")
+    return "\n".join(lines)
+
+
+async def run(door: Any, session: Any, name: str, arg: str) -> str:
+    """Execute a command; return the text to show."""
+    if name == "help":
+        return help_text()
+    if name == "reset":
+        count = len(session.history)
+        session.history = []
+        door.sessions.save(session)
+        return f"Conversation reset ({count} messages forgotten)."
+    if name in ("backend", "model"):
+        choices = door.backend_choices()
+        if not arg:
+            return f"Backend: {session.backend}. Available: {', '.join(choices)}. Switch with /{name} NAME."
+        await door.switch_backend(session, arg)
+        return f"Backend switched to {arg}."
+    if name == "version":
+        from importlib.metadata import PackageNotFoundError, version
+
+        def v(dist: str) -> str:
+            try:
+                return version(dist)
+            except PackageNotFoundError:
+                return "?"
+
+        return (
+            f"onedoor {v('onedoor')}, onedoor-door-acp {v('onedoor-door-acp')}, "
+            f"agent-client-protocol {v('agent-client-protocol')} (ACP protocol version 1), backend {session.backend}"
+        )
+    return f"unknown command /{name}"

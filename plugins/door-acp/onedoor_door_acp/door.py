@@ -1,0 +1,47 @@
+"""The ACP door object: what the entry point ``onedoor.doors:acp`` names.
+
+Light on purpose: the CLI imports this module to learn the door's shapes and options, so
+the ``acp`` library (and pydantic) are imported only in :meth:`AcpDoor.serve_channel`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class AcpOptions:
+    data_dir: str = field(
+        default="",
+        metadata={"help": "where sessions are stored (default: $ONEDOOR_DATA_DIR or the user data dir)"},
+    )
+    backends: str = field(
+        default="",
+        metadata={"help": "comma-separated backends the editor may pick (default: every installed backend)"},
+    )
+    permissions: str = field(
+        default="ask",
+        metadata={"help": "ask: tools that need approval ask the editor; allow: approve without asking"},
+    )
+
+    def __post_init__(self) -> None:
+        if self.permissions not in ("ask", "allow"):
+            raise ValueError("permissions must be 'ask' or 'allow'")
+
+
+class AcpDoor:
+    """Agent Client Protocol over any channel transport (stdio for editors)."""
+
+    name = "acp"
+    shapes = frozenset({"channel"})
+    framing = "ndjson"
+    Options = AcpOptions
+
+    async def serve_channel(self, channel: Any, ctx: Any) -> None:
+        from .server import serve_acp
+
+        await serve_acp(channel, ctx, ctx.options_for(self.name) or AcpOptions())
+
+
+door = AcpDoor

@@ -1,0 +1,439 @@
+"""The ACP agent the editor talks to: a thin protocol surface over the session manager.
+
+``serve_acp`` runs one ACP connection over one channel. ``acp``'s router turns each
+request into a call of the method of the same name on :class:`AcpServer` (a plain
+class: methods it lacks answer -32601). Every request runs in its own task, so
+``session/cancel`` arrives while ``session/prompt`` streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from onedoor.errors import OnedoorError, RunRefused
+from onedoor.events import (
+    STOP_CANCELLED,
+    STOP_MAX_TURNS,
+    ReasoningDelta,
+    RunFailed,
+    RunFinished,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+
+from . import commands
+from .approvals import REJECTED, Approver, ask_editor
+from .bridge import ChannelTransport
+from .sessions import DB_NAME, Session, SessionManager, SessionStore, UnknownSession, data_dir
+from .translate import (
+    TurnRecorder,
+    UnsupportedContent,
+    prompt_text,
+    replay,
+    text_chunk,
+    tool_end,
+    tool_start,
+    tool_status,
+)
+
+log = logging.getLogger("onedoor.door.acp")
+PROTOCOL_VERSION = 1
+STOP_REASONS = {STOP_MAX_TURNS: "max_turn_requests", STOP_CANCELLED: "cancelled"}
+
+
+def _error(code: int, message: str, data: Any = None) -> Exception:
+    from acp import RequestError
+
+    return RequestError(code, message, data)
+
+
+def _not_found(exc: Exception, session_id: str) -> Exception:
+    return _error(-32002, f"Resource not found: {exc}", {"sessionId": session_id})
+
+
+def _invalid(message: str) -> Exception:
+    return _error(-32602, f"Invalid params: {message}")
+
+
+class Turn:
+    """One prompt turn of one session: its run, cancel state and tool-call states."""
+
+    def __init__(self, door: "AcpServer", session: Session) -> None:
+        self.door = door
+        self.session = session
+        self.run: Any = None
+        self.cancelled = asyncio.Event()
+        self.done = asyncio.Event()
+        self.waiting = False  # the turn is waiting for the backend's next event
+        self.recorder = TurnRecorder()
+        self.announced: set[str] = set()
+        self.approved: set[str] = set()
+        self.rejected: set[str] = set()
+        self.asks: set[asyncio.Task] = set()
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        if self.run is not None:
+            self.run.cancel()
+
+    async def notify(self, update: dict[str, Any]) -> None:
+        await self.door.notify(self.session.id, update)
+
+    async def catch_up(self) -> None:
+        """Let events the backend sent before asking for approval reach the editor first."""
+        quiet = 0
+        for _ in range(200):
+            await asyncio.sleep(0)
+            quiet = quiet + 1 if self.waiting else 0
+            if quiet >= 3:
+                return
+
+    async def ask_permission(self, call_id: str, name: str, arguments: Any) -> bool:
+        """Ask in a task of the door's own, so a backend cancelled meanwhile (its task
+        cancelled) does not cut the question short: the door still closes the call."""
+        if self.cancelled.is_set():
+            return False
+        task = asyncio.ensure_future(ask_editor(self, call_id, name, arguments))
+        self.asks.add(task)
+        task.add_done_callback(self.asks.discard)
+        return await asyncio.shield(task)
+
+    async def settle(self) -> None:
+        """Wait for open permission questions to close (they end on cancel)."""
+        if self.asks:
+            await asyncio.wait(set(self.asks), timeout=self.door.ctx.kernel.limits.cancel_grace + 1)
+
+    async def reject(self, call_id: str, name: str, arguments: Any, reason: str = REJECTED) -> None:
+        self.rejected.add(call_id)
+        self.recorder.add_rejected(call_id, name, arguments, reason)
+        await self.notify(tool_end(call_id, reason, True))
+
+
+class AcpServer:
+    """ACP agent methods (called by ``acp``'s router with the request's fields)."""
+
+    def __init__(self, ctx: Any, options: Any, transport: ChannelTransport) -> None:
+        self.ctx = ctx
+        self.options = options
+        self.transport = transport
+        self.conn: Any = None
+        self.kernels = {ctx.kernel.backend.name: ctx.kernel}
+        store = SessionStore(data_dir(options.data_dir) / DB_NAME)
+        self.sessions = SessionManager(store, ctx.kernel.backend.name)
+        self.client_capabilities: Any = None
+
+    # -- plumbing ------------------------------------------------------------------------
+    async def serve(self) -> None:
+        from acp.agent.router import build_agent_router
+        from acp.connection import Connection
+
+        router = build_agent_router(self, use_unstable_protocol=True)  # type: ignore[arg-type]
+        self.conn = Connection(router, self.transport, listening=False)
+        try:
+            await self.conn.main_loop()
+        except Exception:  # noqa: BLE001 - logged by acp; still clean up
+            pass
+        finally:
+            await self.shutdown()
+
+    async def shutdown(self) -> None:
+        """The editor went away: cancel every running turn, wait briefly, close."""
+        turns = [s.turn for s in self.sessions.running()]
+        for turn in turns:
+            turn.cancel()
+        if turns:
+            waits = [asyncio.ensure_future(t.done.wait()) for t in turns]
+            await asyncio.wait(waits, timeout=self.ctx.kernel.limits.cancel_grace + 1)
+            for w in waits:
+                w.cancel()
+        await self.conn.close()
+        self.sessions.store.close()
+
+    async def notify(self, session_id: str, update: dict[str, Any]) -> None:
+        await self.conn.send_notification("session/update", {"sessionId": session_id, "update": update})
+
+    def _session(self, session_id: str) -> Session:
+        try:
+            return self.sessions.get(session_id)
+        except UnknownSession as exc:
+            raise _not_found(exc, session_id) from None
+
+    @staticmethod
+    def _check_cwd(cwd: str) -> None:
+        if not os.path.isabs(cwd):
+            raise _invalid(f"cwd must be an absolute path, got {cwd!r}")
+
+    # -- backends ------------------------------------------------------------------------
+    def backend_choices(self) -> list[str]:
+        if self.options.backends:
+            names = [n.strip() for n in self.options.backends.split(",") if n.strip()]
+        else:
+            from onedoor import plugins
+
+            names = plugins.names("backend")
+        default = self.ctx.kernel.backend.name
+        return [default] + [n for n in names if n != default]
+
+    def kernel_for(self, name: str) -> Any:
+        kernel = self.kernels.get(name)
+        if kernel is None:
+            from onedoor import plugins
+            from onedoor.kernel import Kernel
+
+            if name not in self.backend_choices():
+                raise _invalid(f"unknown backend {name!r}; choose one of {', '.join(self.backend_choices())}")
+            try:
+                backend, _ = plugins.make_backend(name)
+            except OnedoorError as exc:
+                raise _invalid(f"backend {name!r} cannot be used: {exc}") from None
+            base = self.ctx.kernel
+            kernel = self.kernels[name] = Kernel(backend, limits=base.limits, hooks=base.hooks)
+        return kernel
+
+    def config_options(self, session: Session) -> list[dict[str, Any]]:
+        choices = self.backend_choices()
+        if session.backend not in choices:
+            choices.append(session.backend)
+        return [{
+            "id": "backend", "name": "Backend", "category": "model", "type": "select",
+            "description": "which onedoor backend answers in this session",
+            "currentValue": session.backend,
+            "options": [{"value": n, "name": n} for n in choices],
+        }]
+
+    async def switch_backend(self, session: Session, name: str) -> None:
+        self.kernel_for(name)
+        session.backend = name
+        self.sessions.save(session)
+        await self.notify(session.id, {"sessionUpdate": "config_option_update", "configOptions": self.config_options(session)})
+
+    # -- ACP methods ---------------------------------------------------------------------
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **_: Any) -> Any:
+        from importlib.metadata import version
+
+        from acp.schema import (
+            AgentCapabilities,
+            Implementation,
+            InitializeResponse,
+            McpCapabilities,
+            PromptCapabilities,
+            SessionCapabilities,
+            SessionCloseCapabilities,
+            SessionForkCapabilities,
+            SessionListCapabilities,
+            SessionResumeCapabilities,
+        )
+
+        self.client_capabilities = client_capabilities
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,  # the only version this door speaks; the client decides
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(), fork=SessionForkCapabilities(),
+                    resume=SessionResumeCapabilities(), close=SessionCloseCapabilities(),
+                ),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(name="onedoor", title="onedoor", version=version("onedoor")),
+        )
+
+    def _after_open(self, session: Session, mcp_servers: Any) -> None:
+        """After the reply: advertise the slash commands; be honest about MCP servers."""
+        names = [getattr(s, "name", "?") for s in (mcp_servers or ())]
+
+        async def follow_up() -> None:
+            await self.notify(session.id, {"sessionUpdate": "available_commands_update", "availableCommands": commands.COMMANDS})
+            if names:
+                await self.notify(session.id, text_chunk(
+                    "agent_message_chunk",
+                    f"Note: the editor offered MCP servers ({', '.join(names)}), but onedoor's ACP door does not "
+                    "connect to editor MCP servers yet, so their tools are not available in this session.\n",
+                ))
+
+        self.transport.after_reply(follow_up)
+
+    async def new_session(self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any) -> Any:
+        from acp.schema import NewSessionResponse
+
+        self._check_cwd(cwd)
+        session = self.sessions.create(cwd, additional_directories)
+        self._after_open(session, mcp_servers)
+        return NewSessionResponse(session_id=session.id, config_options=self.config_options(session))
+
+    def _open(self, session_id: str, cwd: str) -> Session:
+        self._check_cwd(cwd)
+        try:
+            return self.sessions.open(session_id, cwd)
+        except UnknownSession as exc:
+            raise _not_found(exc, session_id) from None
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, additional_directories: Any = None, **_: Any) -> Any:
+        from acp.schema import LoadSessionResponse
+
+        session = self._open(session_id, cwd)
+        for update in replay(session.history):
+            await self.notify(session.id, update)
+        self._after_open(session, mcp_servers)
+        return LoadSessionResponse(config_options=self.config_options(session))
+
+    async def resume_session(self, session_id: str, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any) -> Any:
+        from acp.schema import ResumeSessionResponse
+
+        session = self._open(session_id, cwd)
+        self._after_open(session, mcp_servers)
+        return ResumeSessionResponse(config_options=self.config_options(session))
+
+    async def fork_session(self, session_id: str, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any) -> Any:
+        from acp.schema import ForkSessionResponse
+
+        self._check_cwd(cwd)
+        try:
+            session = self.sessions.fork(session_id, cwd)
+        except UnknownSession as exc:
+            raise _not_found(exc, session_id) from None
+        self._after_open(session, mcp_servers)
+        return ForkSessionResponse(session_id=session.id, config_options=self.config_options(session))
+
+    async def close_session(self, session_id: str, **_: Any) -> Any:
+        session = self._session(session_id)
+        if session.turn is not None:
+            session.turn.cancel()
+        self.sessions.close(session_id)
+        return {}
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> Any:
+        from acp.schema import ListSessionsResponse, SessionInfo
+
+        try:
+            page, next_cursor = self.sessions.list(cwd, cursor)
+        except ValueError as exc:
+            raise _invalid(str(exc)) from None
+        infos = [
+            SessionInfo(session_id=s.id, cwd=s.cwd, title=s.title or None, updated_at=s.updated_at,
+                        additional_directories=s.additional_directories or None)
+            for s in page
+        ]
+        return ListSessionsResponse(sessions=infos, next_cursor=next_cursor)
+
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **_: Any) -> Any:
+        session = self._session(session_id)
+        if config_id != "backend":
+            raise _invalid(f"unknown config option {config_id!r}; this agent has: backend")
+        if not isinstance(value, str):
+            raise _invalid("the backend option takes a backend name")
+        self.kernel_for(value)
+        session.backend = value
+        self.sessions.save(session)
+        return {"configOptions": self.config_options(session)}
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        session = self.sessions.live.get(session_id)
+        if session is None:
+            log.warning("session/cancel for unknown session %r ignored", session_id)
+            return
+        if session.turn is not None:
+            session.turn.cancel()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> Any:
+        session = self._session(session_id)
+        try:
+            text = prompt_text(prompt)
+        except UnsupportedContent as exc:
+            raise _invalid(str(exc)) from None
+        previous = session.turn
+        if previous is not None:
+            if not previous.cancelled.is_set():
+                raise _error(-32600, "Invalid request: a prompt is already running in this session; cancel it first")
+            await asyncio.wait_for(previous.done.wait(), self.ctx.kernel.limits.cancel_grace + 2)
+        command = commands.parse(text)
+        if command is not None:
+            reply = await commands.run(self, session, *command)
+            await self.notify(session.id, text_chunk("agent_message_chunk", reply))
+            return {"stopReason": "end_turn"}
+        return await self._run_turn(session, text)
+
+    async def _run_turn(self, session: Session, text: str) -> Any:
+        kernel = self.kernel_for(session.backend)
+        turn = Turn(self, session)
+        approver = Approver(turn, asyncio.get_running_loop())
+        try:
+            run = kernel.run(text, history=session.history, door="acp", extras={"approval": approver})
+        except RunRefused as exc:
+            code = -32603 if exc.reason == "busy" else -32602
+            raise _error(code, f"{'Busy' if exc.reason == 'busy' else 'Invalid params'}: {exc}",
+                         {"reason": exc.reason, "retryAfter": exc.retry_after}) from None
+        session.turn = turn
+        turn.run = run
+        session.history.append({"role": "user", "content": text})
+        self.sessions.save(session)  # the prompt is kept even if the process dies mid-turn
+        outcome: Any = None
+        try:
+            outcome = await self._stream(turn, run)
+        except ConnectionError:
+            turn.cancel()
+        finally:
+            await turn.settle()
+            note = "" if outcome is None or type(outcome) is RunFinished else f"\n[the run failed: {outcome.error}]"
+            session.history.extend(turn.recorder.finish(note))
+            session.turn = None
+            try:
+                self.sessions.save(session)
+            except Exception:  # noqa: BLE001 - the store closed during shutdown
+                log.exception("could not save session %s", session.id)
+            turn.done.set()
+        if turn.cancelled.is_set() or outcome is None:
+            return {"stopReason": "cancelled"}
+        if type(outcome) is RunFailed:
+            raise _error(-32603, f"Internal error: the backend failed: {outcome.error}", {"runId": outcome.run_id})
+        return {"stopReason": STOP_REASONS.get(outcome.stop_reason, "end_turn")}
+
+    async def _stream(self, turn: Turn, run: Any) -> Any:
+        """Send the run's events as session updates, in order; return the terminal event."""
+        send = self.conn.send_notification
+        sid = turn.session.id
+        recorder = turn.recorder
+        text_parts = recorder.text
+        thought_parts = recorder.reasoning
+        outcome = None
+        async with run:
+            if turn.cancelled.is_set():
+                run.cancel()
+            turn.waiting = True
+            async for event in run:
+                turn.waiting = False
+                kind = type(event)
+                if kind is TextDelta:
+                    text_parts.append(event.text)
+                    await send("session/update", {"sessionId": sid, "update": {
+                        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": event.text}}})
+                elif kind is ReasoningDelta:
+                    thought_parts.append(event.text)
+                    await send("session/update", {"sessionId": sid, "update": {
+                        "sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": event.text}}})
+                elif kind is ToolStarted:
+                    if event.call_id not in turn.rejected:
+                        recorder.add(event)
+                        if event.call_id not in turn.announced:
+                            await turn.notify(tool_start(event.call_id, event.name, event.arguments))
+                        await turn.notify(tool_status(event.call_id, "in_progress"))
+                elif kind is ToolFinished:
+                    if event.call_id not in turn.rejected:
+                        recorder.add(event)
+                        await turn.notify(tool_end(event.call_id, event.result, event.is_error))
+                elif kind is RunFinished or kind is RunFailed:
+                    outcome = event
+                turn.waiting = True
+        return outcome
+
+
+async def serve_acp(channel: Any, ctx: Any, options: Any) -> None:
+    """Serve ACP on one channel until the peer goes away."""
+    server = AcpServer(ctx, options, ChannelTransport(channel))
+    await server.serve()

@@ -1,0 +1,200 @@
+"""ACP sessions: one manager owns them, an embedded SQLite database keeps them.
+
+A session is its id, working directory, title, backend, history (a list of onedoor
+history messages, plain dicts) and settings (e.g. tools always allowed). The manager
+saves a session on every change, so a new agent process answers ``session/load`` with
+the whole conversation after a crash or a restart. The database lives under the user's
+data directory (see :func:`data_dir`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DB_NAME = "acp-sessions.sqlite3"
+PAGE_SIZE = 50
+
+
+def data_dir(configured: str = "") -> Path:
+    """The directory for onedoor's data: the option, $ONEDOOR_DATA_DIR, or the platform's
+    user data directory (XDG on Linux)."""
+    if configured:
+        return Path(configured).expanduser()
+    env = os.environ.get("ONEDOOR_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "onedoor"
+    if os.name == "nt":
+        return Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming") / "onedoor"
+    return Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share") / "onedoor"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class Session:
+    id: str
+    cwd: str
+    backend: str
+    additional_directories: list[str] = field(default_factory=list)
+    title: str = ""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    created_at: str = field(default_factory=_now)
+    updated_at: str = field(default_factory=_now)
+    # In memory only:
+    closed: bool = False
+    turn: Any = None  # the running Turn, if any
+
+
+class UnknownSession(LookupError):
+    pass
+
+
+class SessionStore:
+    """SQLite table of sessions; every write is committed at once (WAL journal)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(
+            """CREATE TABLE IF NOT EXISTS sessions (
+                id TEXT PRIMARY KEY, cwd TEXT NOT NULL, backend TEXT NOT NULL,
+                additional_directories TEXT NOT NULL, title TEXT NOT NULL,
+                history TEXT NOT NULL, settings TEXT NOT NULL,
+                created_at TEXT NOT NULL, updated_at TEXT NOT NULL)"""
+        )
+        self.db.execute("CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated_at DESC)")
+
+    def save(self, s: Session) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                s.id, s.cwd, s.backend, json.dumps(s.additional_directories), s.title,
+                json.dumps(s.history, ensure_ascii=False), json.dumps(s.settings), s.created_at, s.updated_at,
+            ),
+        )
+
+    def load(self, session_id: str) -> Session | None:
+        row = self.db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else self._session(row)
+
+    def page(self, cwd: str | None, offset: int, limit: int) -> list[Session]:
+        if cwd:
+            rows = self.db.execute(
+                "SELECT * FROM sessions WHERE cwd = ? ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
+                (cwd, limit, offset),
+            )
+        else:
+            rows = self.db.execute("SELECT * FROM sessions ORDER BY updated_at DESC, id LIMIT ? OFFSET ?", (limit, offset))
+        return [self._session(r) for r in rows.fetchall()]
+
+    def delete(self, session_id: str) -> None:
+        self.db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    def close(self) -> None:
+        self.db.close()
+
+    @staticmethod
+    def _session(row: tuple) -> Session:
+        sid, cwd, backend, dirs, title, history, settings, created, updated = row
+        return Session(
+            id=sid, cwd=cwd, backend=backend, additional_directories=json.loads(dirs), title=title,
+            history=json.loads(history), settings=json.loads(settings), created_at=created, updated_at=updated,
+        )
+
+
+class SessionManager:
+    """Owns every session of one agent process; the protocol layer stays thin."""
+
+    def __init__(self, store: SessionStore, default_backend: str) -> None:
+        self.store = store
+        self.default_backend = default_backend
+        self.live: dict[str, Session] = {}
+
+    def create(self, cwd: str, additional_directories: list[str] | None = None) -> Session:
+        session = Session(id="sess_" + uuid.uuid4().hex, cwd=cwd, backend=self.default_backend,
+                          additional_directories=list(additional_directories or []))
+        self.live[session.id] = session
+        self.save(session)
+        return session
+
+    def get(self, session_id: str) -> Session:
+        """A session this process has open (new, loaded or resumed)."""
+        session = self.live.get(session_id)
+        if session is None:
+            if self.store.load(session_id) is not None:
+                raise UnknownSession(f"session {session_id!r} is not open in this agent process; load or resume it first")
+            raise UnknownSession(f"unknown session {session_id!r}")
+        if session.closed:
+            raise UnknownSession(f"session {session_id!r} was closed")
+        return session
+
+    def open(self, session_id: str, cwd: str | None = None) -> Session:
+        """Open a stored session (session/load, session/resume)."""
+        session = self.live.get(session_id)
+        if session is None or session.closed:
+            session = self.store.load(session_id)
+            if session is None:
+                raise UnknownSession(f"unknown session {session_id!r}")
+            self.live[session_id] = session
+        if cwd and cwd != session.cwd:
+            session.cwd = cwd
+            self.save(session)
+        return session
+
+    def fork(self, session_id: str, cwd: str) -> Session:
+        source = self.live.get(session_id) or self.store.load(session_id)
+        if source is None:
+            raise UnknownSession(f"unknown session {session_id!r}")
+        forked = self.create(cwd or source.cwd, source.additional_directories)
+        forked.backend = source.backend
+        forked.history = json.loads(json.dumps(source.history))
+        forked.settings = dict(source.settings)
+        forked.title = source.title
+        self.save(forked)
+        return forked
+
+    def close(self, session_id: str) -> Session:
+        session = self.get(session_id)
+        session.closed = True
+        return session
+
+    def list(self, cwd: str | None, cursor: str | None) -> tuple[list[Session], str | None]:
+        try:
+            offset = int(cursor) if cursor else 0
+        except ValueError:
+            raise ValueError(f"bad cursor {cursor!r}") from None
+        if offset < 0:
+            raise ValueError(f"bad cursor {cursor!r}")
+        page = self.store.page(cwd, offset, PAGE_SIZE + 1)
+        more = len(page) > PAGE_SIZE
+        return page[:PAGE_SIZE], (str(offset + PAGE_SIZE) if more else None)
+
+    def save(self, session: Session) -> None:
+        session.updated_at = _now()
+        if not session.title:
+            for message in session.history:
+                if message.get("role") == "user" and message.get("content"):
+                    text = " ".join(message["content"].split())
+                    session.title = text if len(text) <= 60 else text[:59] + "…"
+                    break
+        self.store.save(session)
+
+    def running(self) -> list[Session]:
+        return [s for s in self.live.values() if s.turn is not None]

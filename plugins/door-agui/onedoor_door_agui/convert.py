@@ -1,0 +1,159 @@
+"""A RunAgentInput (its JSON) -> the kernel's prompt, history and client tools.
+
+The last user message is the prompt and every message before it is history. When the
+client answers frontend tool calls, its messages end with the tool results after the
+last user message: that is a continuation, all messages become history and the prompt
+is :data:`CONTINUE_PROMPT`. Reasoning and activity messages are the client's view of
+earlier runs and are left out; developer messages become system messages.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from onedoor.port import Message, ToolCall, ToolSpec
+
+CONTINUE_PROMPT = "(The client has answered the tool calls above; continue.)"
+KNOWN_ROLES = ("user", "assistant", "tool", "system", "developer", "reasoning", "activity")
+
+
+class InputError(ValueError):
+    """The input is well-formed JSON but not a usable RunAgentInput."""
+
+
+@dataclass
+class RunRequest:
+    thread_id: str
+    run_id: str
+    prompt: str
+    history: list[Message]
+    tools: list[ToolSpec]
+    messages: list[dict[str, Any]]  # the input's messages, as sent (for MESSAGES_SNAPSHOT)
+    forwarded_props: Any = None
+    state: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wants_snapshot(self) -> bool:
+        props = self.forwarded_props
+        return isinstance(props, dict) and bool(props.get("messagesSnapshot"))
+
+
+def precheck(data: Any) -> None:
+    """Clear messages for the mistakes pydantic would word poorly."""
+    if not isinstance(data, dict):
+        raise InputError("the body must be a JSON object (a RunAgentInput)")
+    for key in ("threadId", "runId", "messages"):
+        if key not in data and _snake(key) not in data:
+            raise InputError(f"RunAgentInput needs {key!r}")
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        raise InputError("'messages' must be a list")
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise InputError(f"messages[{index}] must be an object")
+        role = message.get("role")
+        if role not in KNOWN_ROLES:
+            raise InputError(f"messages[{index}] has unknown role {role!r}; expected one of {', '.join(KNOWN_ROLES)}")
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+def _text(content: Any) -> str:
+    """Text of a message's content: a string, or the text parts of a list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        text = getattr(part, "text", None)
+        if isinstance(text, str) and getattr(part, "type", "text") == "text":
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def _arguments(raw: str) -> Any:
+    try:
+        return json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        return raw
+
+
+def to_core(message: Any) -> Message | None:
+    """One validated AG-UI message -> a core Message (None: not part of the history)."""
+    role = message.role
+    if role == "user":
+        return Message("user", _text(message.content))
+    if role == "assistant":
+        calls = tuple(ToolCall(c.id, c.function.name, _arguments(c.function.arguments)) for c in message.tool_calls or ())
+        return Message("assistant", message.content or "", calls)
+    if role == "tool":
+        content = _text(message.content)
+        if not content and message.error:
+            content = message.error
+        return Message("tool", content, tool_call_id=message.tool_call_id)
+    if role in ("system", "developer"):
+        return Message("system", message.content)
+    return None  # reasoning, activity
+
+
+def build_request(data: dict[str, Any]) -> RunRequest:
+    """Validate a RunAgentInput (JSON object) and build the kernel's inputs.
+
+    Raises :class:`InputError` with a one-line reason.
+    """
+    from ag_ui.core import RunAgentInput
+    from pydantic import ValidationError
+
+    precheck(data)
+    try:
+        parsed = RunAgentInput.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(_describe(exc)) from None
+    messages = list(parsed.messages)
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if last_user is None:
+        raise InputError("the messages contain no user message: nothing to answer")
+    tail = messages[last_user + 1 :]
+    continuation = bool(tail) and tail[-1].role == "tool"
+    if continuation:
+        history_source, prompt = messages, CONTINUE_PROMPT
+    else:
+        history_source, prompt = messages[:last_user], _text(messages[last_user].content)
+        if not prompt.strip():
+            raise InputError("the last user message has no text")
+    history = [m for m in (to_core(x) for x in history_source) if m is not None]
+    seen: set[str] = set()
+    tools = []
+    for tool in parsed.tools or ():
+        if tool.name in seen:
+            raise InputError(f"tool {tool.name!r} is listed twice")
+        seen.add(tool.name)
+        params = tool.parameters if isinstance(tool.parameters, dict) else {"type": "object"}
+        tools.append(ToolSpec(tool.name, tool.description, params, client=True))
+    return RunRequest(
+        thread_id=parsed.thread_id,
+        run_id=parsed.run_id,
+        prompt=prompt,
+        history=history,
+        tools=tools,
+        messages=[m.model_dump(by_alias=True, mode="json") for m in messages],
+        forwarded_props=parsed.forwarded_props,
+        state=parsed.state,
+        extras={"thread_id": parsed.thread_id, "state": parsed.state, "forwarded_props": parsed.forwarded_props},
+    )
+
+
+def _describe(exc: Any) -> str:
+    errors = exc.errors()
+    shown = []
+    for err in errors[:3]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "body"
+        shown.append(f"{where}: {err.get('msg', 'invalid')}")
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "invalid RunAgentInput: " + "; ".join(shown) + more

@@ -1,0 +1,286 @@
+"""Every difference between the MCP Python SDK 1.x (1.26) and 2.x (2.3) lives here.
+
+The rest of the door speaks plain Python: a tool definition as a dict, an
+:class:`Outcome` (text, is_error), a :class:`ProtocolError`, and a progress sender
+with ``send(message, meta)``. This module turns those into the SDK's objects.
+
+Differences handled here:
+
+- server construction: 1.x registers handlers in ``request_handlers`` keyed by request
+  type and reads the request context from a context variable; 2.x takes ``on_*``
+  handlers ``(ctx, params)`` in the constructor (``logging/setLevel`` warns there as
+  deprecated since 2026-07-28);
+- errors: ``McpError(ErrorData)`` (1.x) and ``MCPError(code=, message=)`` (2.x);
+- progress: 1.x ``send_notification`` drops the request id when it is falsy (id 0),
+  so the notification is built and tagged with ``related_request_id`` here; 2.x's
+  request-scoped channel is chosen by passing ``related_request_id``;
+- the progress token: ``ctx.meta.progressToken`` (1.x model) or a ``_meta`` dict (2.x);
+- JSON-RPC message parsing and dumping (``model_validate_json`` vs the 2.x adapter,
+  ``exclude_none`` vs ``exclude_unset``);
+- unknown request methods: 1.x answers -32602 for a method outside its request union,
+  so the door answers -32601 itself (:func:`is_unknown_method`);
+- the streamable HTTP session manager's constructor arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+import warnings
+from dataclasses import dataclass
+from importlib.metadata import version as _dist_version
+from typing import Any, Awaitable, Callable
+
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+
+SDK_VERSION = _dist_version("mcp")
+MAJOR = int(SDK_VERSION.split(".")[0])
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+if MAJOR >= 2:
+    from mcp.shared.exceptions import MCPError as _SdkError
+else:
+    from mcp.shared.exceptions import McpError as _SdkError
+
+
+@dataclass
+class Outcome:
+    """What a tool call returns: the text for the client and whether it is an error."""
+
+    text: str
+    is_error: bool = False
+
+
+class ProtocolError(Exception):
+    """A JSON-RPC error answer (unknown tool and the like)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _sdk_error(exc: ProtocolError) -> Exception:
+    if MAJOR >= 2:
+        return _SdkError(code=exc.code, message=exc.message)
+    return _SdkError(types.ErrorData(code=exc.code, message=exc.message))
+
+
+def _progress_token(meta: Any) -> Any:
+    if meta is None:
+        return None
+    if isinstance(meta, dict):
+        for key in ("progressToken", "progress_token"):
+            if meta.get(key) is not None:
+                return meta[key]
+        return None
+    return getattr(meta, "progressToken", None)
+
+
+class Progress:
+    """Sends ``notifications/progress`` for one request, tied to that request."""
+
+    def __init__(self, session: Any, token: Any, request_id: Any) -> None:
+        self.session = session
+        self.token = token
+        self.request_id = request_id
+        self.count = 0
+
+    async def send(self, message: str, meta: dict[str, Any] | None = None) -> None:
+        self.count += 1
+        params = types.ProgressNotificationParams(
+            progressToken=self.token, progress=float(self.count), message=message, _meta=meta
+        )
+        if MAJOR >= 2:
+            await self.session.send_notification(
+                types.ProgressNotification(params=params), related_request_id=self.request_id
+            )
+            return
+        note = types.JSONRPCNotification(
+            jsonrpc="2.0",
+            method="notifications/progress",
+            params=params.model_dump(by_alias=True, mode="json", exclude_none=True),
+        )
+        await self.session.send_message(
+            SessionMessage(
+                message=types.JSONRPCMessage(note),
+                metadata=ServerMessageMetadata(related_request_id=self.request_id),
+            )
+        )
+
+
+ListTools = Callable[[], list[dict[str, Any]]]
+CallTool = Callable[[str, Any, "Progress | None"], Awaitable[Outcome]]
+SetLevel = Callable[[str], None]
+
+
+def _tool(spec: dict[str, Any]) -> Any:
+    return types.Tool(
+        name=spec["name"],
+        title=spec.get("title"),
+        description=spec.get("description"),
+        inputSchema=spec["inputSchema"],
+        annotations=types.ToolAnnotations(**spec["annotations"]) if spec.get("annotations") else None,
+    )
+
+
+def _result(outcome: Outcome) -> Any:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)], isError=outcome.is_error)
+
+
+def build_server(
+    name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel
+) -> Any:
+    """A low-level MCP server with tools/list, tools/call and logging/setLevel."""
+    if MAJOR >= 2:
+        return _build_server_2(name, version, instructions, list_tools, call_tool, set_level)
+    return _build_server_1(name, version, instructions, list_tools, call_tool, set_level)
+
+
+def _build_server_1(name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel) -> Any:
+    server = Server(name, version=version, instructions=instructions)
+
+    async def on_list_tools(req: Any) -> Any:
+        return types.ServerResult(types.ListToolsResult(tools=[_tool(t) for t in list_tools()]))
+
+    async def on_call_tool(req: Any) -> Any:
+        ctx = server.request_context
+        token = _progress_token(ctx.meta)
+        progress = Progress(ctx.session, token, ctx.request_id) if token is not None else None
+        try:
+            outcome = await call_tool(req.params.name, req.params.arguments, progress)
+        except ProtocolError as exc:
+            raise _sdk_error(exc) from None
+        return types.ServerResult(_result(outcome))
+
+    async def on_set_level(req: Any) -> Any:
+        set_level(str(req.params.level))
+        return types.ServerResult(types.EmptyResult())
+
+    server.request_handlers[types.ListToolsRequest] = on_list_tools
+    server.request_handlers[types.CallToolRequest] = on_call_tool
+    server.request_handlers[types.SetLevelRequest] = on_set_level
+    return server
+
+
+def _build_server_2(name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel) -> Any:
+    async def on_list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=[_tool(t) for t in list_tools()])
+
+    async def on_call_tool(ctx: Any, params: Any) -> Any:
+        token = _progress_token(ctx.meta)
+        progress = Progress(ctx.session, token, ctx.request_id) if token is not None else None
+        try:
+            outcome = await call_tool(params.name, params.arguments, progress)
+        except ProtocolError as exc:
+            raise _sdk_error(exc) from None
+        return _result(outcome)
+
+    async def on_set_level(ctx: Any, params: Any) -> Any:
+        set_level(str(params.level))
+        return types.EmptyResult()
+
+    with warnings.catch_warnings():  # logging/setLevel is deprecated from 2026-07-28 on, still answered
+        warnings.simplefilter("ignore")
+        return Server(
+            name,
+            version=version,
+            instructions=instructions,
+            on_list_tools=on_list_tools,
+            on_call_tool=on_call_tool,
+            on_set_logging_level=on_set_level,
+        )
+
+
+async def run_server(server: Any, read_stream: Any, write_stream: Any) -> None:
+    """Serve one connection over a pair of memory streams of SessionMessage."""
+    await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+# -- JSON-RPC messages --------------------------------------------------------------------
+
+
+def parse_message(data: Any) -> SessionMessage:
+    """A SessionMessage from a decoded JSON value; raises ValueError if it is not JSON-RPC."""
+    try:
+        if MAJOR >= 2:
+            message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
+        else:
+            message = types.JSONRPCMessage.model_validate(data)
+    except Exception:  # pydantic.ValidationError
+        raise ValueError("not a JSON-RPC 2.0 request, notification or response") from None
+    return SessionMessage(message)
+
+
+def _root(item: SessionMessage) -> Any:
+    message = item.message
+    return getattr(message, "root", message)  # 1.x wraps messages in a RootModel
+
+
+def request_id_of(item: SessionMessage) -> Any:
+    """The id of a request (None for notifications and responses)."""
+    root = _root(item)
+    return root.id if isinstance(root, types.JSONRPCRequest) else None
+
+
+def response_id_of(item: SessionMessage) -> Any:
+    """The id a response or error answers (None for anything else)."""
+    root = _root(item)
+    return root.id if isinstance(root, (types.JSONRPCResponse, types.JSONRPCError)) else None
+
+
+def dump_message(item: SessionMessage) -> str:
+    if MAJOR >= 2:
+        return item.message.model_dump_json(by_alias=True, exclude_unset=True)
+    return item.message.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def _request_methods() -> frozenset[str] | None:
+    if MAJOR >= 2:
+        return None  # 2.x answers -32601 for unknown methods itself
+    union = types.ClientRequest.model_fields["root"].annotation
+    methods = set()
+    for cls in typing.get_args(union):
+        field = getattr(cls, "model_fields", {}).get("method")
+        if field is not None:
+            methods.update(a for a in typing.get_args(field.annotation) if isinstance(a, str))
+    return frozenset(methods)
+
+
+_KNOWN_METHODS = _request_methods()
+
+
+def is_unknown_method(method: str) -> bool:
+    """True when this SDK would not answer the request method with -32601 itself."""
+    return _KNOWN_METHODS is not None and method not in _KNOWN_METHODS
+
+
+def error_response(request_id: Any, code: int, message: str) -> str:
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return json.dumps(error, ensure_ascii=False, separators=(",", ":"))
+
+
+# -- streamable HTTP ----------------------------------------------------------------------
+
+
+def session_manager(
+    server: Any, *, stateless: bool, hosts: list[str], origins: list[str], protect: bool, max_body: int
+) -> Any:
+    """The SDK's streamable HTTP session manager (SSE responses, so progress flows)."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=protect, allowed_hosts=hosts, allowed_origins=origins
+    )
+    kwargs: dict[str, Any] = {"app": server, "json_response": False, "stateless": stateless, "security_settings": security}
+    if MAJOR >= 2:
+        kwargs["max_request_body_size"] = max_body
+    return StreamableHTTPSessionManager(**kwargs)

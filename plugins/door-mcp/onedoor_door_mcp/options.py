@@ -1,0 +1,30 @@
+"""The door's options (``-o mcp.NAME=VALUE``, ``ONEDOOR_MCP_NAME``, ``[options.mcp]``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class McpOptions:
+    tool_name: str = field(default="ask", metadata={"help": "name of the MCP tool that asks the agent"})
+    tool_description: str = field(default="", metadata={"help": "tool description (default: one naming the backend)"})
+    server_name: str = field(default="onedoor", metadata={"help": "MCP server name reported at initialize"})
+    instructions: str = field(default="", metadata={"help": "server instructions (default: how to use the tool)"})
+    progress_tools: bool = field(default=True, metadata={"help": "also report the agent's tool calls as progress"})
+    stateless: bool = field(default=False, metadata={"help": "HTTP: stateless mode (no sessions; cancel cannot reach a call)"})
+    allowed_hosts: list[str] = field(
+        default_factory=list,
+        metadata={"help": "HTTP: extra Host header values accepted (e.g. myhost:8000 or myhost:*); loopback is always accepted"},
+    )
+    allowed_origins: list[str] = field(
+        default_factory=list, metadata={"help": "HTTP: extra browser Origin values accepted (e.g. https://app.example)"}
+    )
+    dns_rebinding_protection: bool = field(
+        default=True, metadata={"help": "HTTP: refuse Host/Origin headers not allowed (421/403)"}
+    )
+    max_body_bytes: int = field(default=4 * 1024 * 1024, metadata={"help": "HTTP: largest request body (mcp 2.x)"})
+
+    def __post_init__(self) -> None:
+        if not self.tool_name.strip():
+            raise ValueError("tool_name must not be empty")

@@ -1,0 +1,184 @@
+"""The ``ask`` tool: one MCP tool call is one agent run.
+
+Text deltas and tool calls go out as progress notifications while the run goes on
+(only when the client sent a progress token). ``notifications/cancelled`` cancels the
+SDK's handler task; the run itself is consumed in a task of its own, so a cancelled
+call can still stop the backend properly (``run.cancel()``, then wait for the end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from onedoor.errors import RunRefused
+from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
+from onedoor.kernel import Kernel
+
+from .compat import INVALID_PARAMS, Outcome, Progress, ProtocolError
+
+ROLES = ["user", "assistant", "system"]
+META_KIND = "onedoor/event"  # key in a progress notification's _meta: text, tool_started, tool_finished
+
+
+def input_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "message": {
+                "type": "string",
+                "minLength": 1,
+                "description": "What to ask or tell the agent, in plain language.",
+            },
+            "history": {
+                "type": "array",
+                "description": "Earlier turns of this conversation, oldest first, to continue it. "
+                "Omit for a fresh conversation.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "role": {"type": "string", "enum": ROLES},
+                        "content": {"type": "string"},
+                    },
+                    "required": ["role", "content"],
+                },
+            },
+        },
+        "required": ["message"],
+        "additionalProperties": False,
+    }
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class AskTool:
+    """Runs the agent for one ``tools/call``; knows nothing about the SDK version."""
+
+    def __init__(self, kernel: Kernel, *, name: str, description: str, door: str = "mcp", progress_tools: bool = True) -> None:
+        self.kernel = kernel
+        self.name = name
+        self.description = description
+        self.door = door
+        self.progress_tools = progress_tools
+        self.active: set[Any] = set()  # runs in progress
+        self.closing = False
+
+    def cancel_all(self) -> None:
+        """The session is ending: cancel every run in progress and refuse new ones."""
+        self.closing = True
+        for run in list(self.active):
+            run.cancel()
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": self.name,
+                "title": "Ask the agent",
+                "description": self.description,
+                "inputSchema": input_schema(),
+                "annotations": {"title": "Ask the agent", "readOnlyHint": False, "openWorldHint": True},
+            }
+        ]
+
+    @staticmethod
+    def check_arguments(arguments: Any) -> tuple[str, list[dict[str, Any]]]:
+        """(message, history) or ValueError with a message for the caller."""
+        if not isinstance(arguments, dict):
+            raise ValueError("arguments must be an object with a 'message' string")
+        unknown = sorted(set(arguments) - {"message", "history"})
+        if unknown:
+            raise ValueError(f"unknown argument(s): {', '.join(unknown)}; expected 'message' and optional 'history'")
+        message = arguments.get("message")
+        if not isinstance(message, str) or not message.strip():
+            raise ValueError("'message' is required and must be a non-empty string")
+        history = arguments.get("history") or []
+        if not isinstance(history, list):
+            raise ValueError("'history' must be an array of {role, content} objects")
+        for index, item in enumerate(history):
+            if not isinstance(item, dict) or item.get("role") not in ROLES or not isinstance(item.get("content"), str):
+                raise ValueError(
+                    f"history[{index}] must be an object with 'role' ({', '.join(ROLES)}) and 'content' (a string)"
+                )
+        return message, history
+
+    async def call(self, name: str, arguments: Any, progress: Progress | None) -> Outcome:
+        if name != self.name:
+            raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}; this server offers {self.name!r}")
+        try:
+            message, history = self.check_arguments(arguments if arguments is not None else {})
+        except ValueError as exc:  # a tool execution error, so the calling model can correct itself
+            return Outcome(f"Invalid arguments for {self.name!r}: {exc}", is_error=True)
+        if self.closing:
+            return Outcome("The session is closing; the call was not run.", is_error=True)
+        try:
+            run = self.kernel.run(message, history=history, door=self.door)
+        except RunRefused as exc:
+            hint = f" (retry after {exc.retry_after:g} s)" if exc.retry_after else ""
+            return Outcome(f"The agent refused the request ({exc.reason}): {exc}{hint}", is_error=True)
+        self.active.add(run)
+        consumer = asyncio.ensure_future(self._consume(run, progress))
+        consumer.add_done_callback(lambda _: self.active.discard(run))
+        try:
+            return await asyncio.shield(consumer)
+        except BaseException:
+            # Cancelled by the client (notifications/cancelled) or the session closing:
+            # stop the backend for real and wait for it before letting go.
+            run.cancel()
+            await _wait_shielded(consumer)
+            raise
+
+    async def _consume(self, run: Any, progress: Progress | None) -> Outcome:
+        sending = progress is not None
+        async with run:
+            async for event in run:
+                kind = type(event)
+                if kind is TextDelta:
+                    if sending and event.text:
+                        sending = await self._send(run, progress, event.text, {META_KIND: "text"})
+                elif kind is ToolStarted:
+                    if sending and self.progress_tools:
+                        sending = await self._send(
+                            run, progress, f"[tool {event.name} {_short(event.arguments)}]\n",
+                            {META_KIND: "tool_started", "call_id": event.call_id, "name": event.name},
+                        )
+                elif kind is ToolFinished:
+                    if sending and self.progress_tools:
+                        mark = "failed" if event.is_error else "->"
+                        sending = await self._send(
+                            run, progress, f"[tool {event.name} {mark} {_short(event.result)}]\n",
+                            {META_KIND: "tool_finished", "call_id": event.call_id, "name": event.name, "is_error": event.is_error},
+                        )
+                elif kind is RunFinished:
+                    if event.stop_reason == STOP_CANCELLED:
+                        return Outcome(f"The run was cancelled. Partial reply: {event.text}", is_error=True)
+                    return Outcome(event.text)
+                elif kind is RunFailed:
+                    return Outcome(f"The agent run failed: {event.error}", is_error=True)
+        return Outcome("The agent run ended without a result.", is_error=True)
+
+    @staticmethod
+    async def _send(run: Any, progress: Any, message: str, meta: dict[str, Any]) -> bool:
+        if run.cancelled:
+            return False
+        try:
+            await progress.send(message, meta)
+            return True
+        except Exception:  # the client's stream is gone: finish the run quietly
+            return False
+
+
+async def _wait_shielded(task: asyncio.Future) -> None:
+    """Wait for ``task`` even while the caller is being cancelled."""
+    import anyio
+
+    with anyio.CancelScope(shield=True):
+        try:
+            await asyncio.wait({task})
+        except BaseException:  # noqa: BLE001
+            pass
+    if task.done() and not task.cancelled():
+        task.exception()  # mark retrieved

@@ -1,0 +1,180 @@
+"""Helpers for the ACP door tests: an in-process door over a memory channel driven by
+the ``acp`` library's own client, and what the subprocess tests need."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onedoor.composition import ChannelClosed, ServeContext
+
+HERE = Path(__file__).parent
+JS_DIR = HERE / "js"
+
+
+def load_approval_module() -> Any:
+    spec = importlib.util.spec_from_file_location("door_acp_approval_agent", HERE / "approval_agent.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def onedoor_command() -> list[str]:
+    """`onedoor` as installed next to this interpreter (falls back to python -m onedoor)."""
+    script = Path(sys.executable).with_name("onedoor")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "onedoor"]
+
+
+class MemoryChannel:
+    """A onedoor Channel for the door's side; the test drives the other end."""
+
+    peer = "memory"
+
+    def __init__(self) -> None:
+        self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.closed = False
+
+    async def recv(self) -> str | None:
+        return await self.inbox.get()
+
+    async def send(self, message: str) -> None:
+        if self.closed:
+            raise ChannelClosed("closed")
+        assert "\n" not in message, "an NDJSON message must be one line"
+        await self.outbox.put(message)
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class ClientSide:
+    """``acp`` message transport for the client, over a MemoryChannel."""
+
+    def __init__(self, channel: MemoryChannel) -> None:
+        self.channel = channel
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.channel.inbox.put(json.dumps(message))
+
+    async def receive(self) -> dict[str, Any] | None:
+        text = await self.channel.outbox.get()
+        return None if text is None else json.loads(text)
+
+    async def close(self) -> None:
+        await self.channel.inbox.put(None)
+
+
+class Recorder:
+    """An ACP client that records updates in arrival order and answers permissions."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, dict[str, Any]]] = []
+        self.permission_requests: list[dict[str, Any]] = []
+        self.answers: list[str] = []  # optionIds to answer with, in order; "cancelled" for cancelled
+        self.permission_asked = asyncio.Event()
+        self.hold_permission: asyncio.Event | None = None
+        self.got_update = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update.model_dump(mode="json", by_alias=True, exclude_none=True)))
+        self.got_update.set()
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kwargs: Any) -> Any:
+        self.permission_requests.append({
+            "sessionId": session_id,
+            "toolCall": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "options": [o.option_id for o in options],
+        })
+        self.permission_asked.set()
+        if self.hold_permission is not None:
+            await self.hold_permission.wait()
+        answer = self.answers.pop(0) if self.answers else "allow_once"
+        if answer == "cancelled":
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": answer}}
+
+    def kinds(self, session_id: str | None = None) -> list[str]:
+        return [u["sessionUpdate"] for s, u in self.updates if session_id is None or s == session_id]
+
+    def text(self, kind: str = "agent_message_chunk", session_id: str | None = None) -> str:
+        return "".join(
+            u["content"]["text"] for s, u in self.updates
+            if u["sessionUpdate"] == kind and (session_id is None or s == session_id)
+        )
+
+    async def wait_for(self, predicate: Any, limit: float = 20.0) -> None:
+        deadline = asyncio.get_running_loop().time() + limit
+        while not predicate():
+            left = deadline - asyncio.get_running_loop().time()
+            assert left > 0, f"condition not met; updates: {self.kinds()}"
+            self.got_update.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.got_update.wait(), min(left, 0.5))
+
+
+class DoorHarness:
+    def __init__(self, kernel: Any, data_dir: Path, **options: Any) -> None:
+        from onedoor_door_acp.door import AcpOptions
+
+        self.kernel = kernel
+        self.channel = MemoryChannel()
+        self.options = AcpOptions(data_dir=str(data_dir), **options)
+        self.recorder = Recorder()
+        self.task: asyncio.Task | None = None
+        self.conn: Any = None
+
+    async def __aenter__(self) -> "DoorHarness":
+        from acp import connect_to_agent
+
+        from onedoor_door_acp.server import serve_acp
+
+        ctx = ServeContext(kernel=self.kernel, options={"acp": self.options}, door_names=["acp"], transport_name="memory")
+        self.task = asyncio.create_task(serve_acp(self.channel, ctx, self.options))
+        self.conn = connect_to_agent(self.recorder, ClientSide(self.channel))
+        await self.conn.initialize(protocol_version=1)
+        return self
+
+    async def new_session(self, cwd: str = "/tmp", **kwargs: Any) -> str:
+        response = await self.conn.new_session(cwd=cwd, mcp_servers=[], **kwargs)
+        return response.session_id
+
+    async def prompt(self, session_id: str, text: str) -> Any:
+        from acp import text_block
+
+        return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+
+    async def disconnect(self) -> None:
+        await self.channel.inbox.put(None)
+        assert self.task is not None
+        await asyncio.wait_for(self.task, 15)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self.task is not None and not self.task.done():
+            await self.channel.inbox.put(None)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.task, 15)
+        await self.channel.outbox.put(None)
+        with contextlib.suppress(Exception):
+            await self.conn.close()
+
+
+def node_ready() -> str | None:
+    """Why the JS clients cannot run here, or None."""
+    if shutil.which("node") is None:
+        return "node is not installed (the TS client and acpx tests need Node 20+)"
+    if not (JS_DIR / "node_modules" / "@agentclientprotocol" / "sdk").is_dir():
+        return "run `npm ci --prefix tests/door_acp/js` first (nox does it for this combo)"
+    return None

@@ -1,0 +1,133 @@
+// An independent ACP client (@agentclientprotocol/sdk) driving `onedoor acp`.
+//
+//   node client.mjs basic '["onedoor","acp"]'
+//   node client.mjs permission '["python","approval_agent.py"]'
+//
+// Prints one JSON object (what it saw) on its last stdout line; exits 1 on a failed check.
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import { client, methods, ndJsonStream } from "@agentclientprotocol/sdk";
+
+const [scenario, rawCommand] = process.argv.slice(2);
+const command = JSON.parse(rawCommand);
+const child = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+
+const updates = []; // [sessionId, update], in arrival order
+const permissionRequests = [];
+const answers = []; // optionIds to answer permission requests with, in order
+let onUpdate = () => {};
+
+function check(condition, message) {
+  if (!condition) throw new Error(`check failed: ${message}`);
+}
+
+function textOf(kind, from = 0) {
+  return updates.slice(from)
+    .filter(([, u]) => u.sessionUpdate === kind)
+    .map(([, u]) => u.content.text).join("");
+}
+
+const app = client({ name: "onedoor-ts-test" })
+  .onNotification(methods.client.session.update, (ctx) => {
+    updates.push([ctx.params.sessionId, ctx.params.update]); // record before any await
+    onUpdate();
+  })
+  .onRequest(methods.client.session.requestPermission, (ctx) => {
+    permissionRequests.push(ctx.params);
+    const optionId = answers.shift() ?? "reject_once";
+    return { outcome: { outcome: "selected", optionId } };
+  });
+
+function waitFor(predicate, ms = 20000) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("timed out waiting for an update")), ms);
+    onUpdate = () => {
+      if (predicate()) {
+        clearTimeout(timer);
+        onUpdate = () => {};
+        resolve();
+      }
+    };
+    onUpdate();
+  });
+}
+
+async function basic(ctx) {
+  const init = await ctx.request(methods.agent.initialize, {
+    protocolVersion: 1,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+  });
+  check(init.protocolVersion === 1, "protocol version 1");
+  check(init.agentCapabilities.loadSession === true, "loadSession advertised");
+  const session = await ctx.request(methods.agent.session.new, { cwd: process.cwd(), mcpServers: [] });
+  const sid = session.sessionId;
+  const result = await ctx.request(methods.agent.session.prompt, {
+    sessionId: sid, prompt: [{ type: "text", text: "hello from typescript" }],
+  });
+  check(result.stopReason === "end_turn", `stop reason ${result.stopReason}`);
+  const kinds = updates.filter(([s]) => s === sid).map(([, u]) => u.sessionUpdate)
+    .filter((k) => k !== "available_commands_update");
+  const collapsed = kinds.filter((k, i) => i === 0 || kinds[i - 1] !== k);
+  const statuses = updates.filter(([, u]) => u.sessionUpdate.startsWith("tool_call")).map(([, u]) => u.status);
+  const reply = textOf("agent_message_chunk");
+  check(reply === "You said: hello from typescript (3 words, turn 1)", `reply ${reply}`);
+
+  // cancel a long prompt
+  const from = updates.length;
+  const long = ctx.request(methods.agent.session.prompt, {
+    sessionId: sid, prompt: [{ type: "text", text: "/slow /long 100000 keep talking" }],
+  });
+  await waitFor(() => updates.slice(from).filter(([, u]) => u.sessionUpdate === "agent_message_chunk").length >= 2);
+  await ctx.notify(methods.agent.session.cancel, { sessionId: sid });
+  const cancelled = await long;
+  check(cancelled.stopReason === "cancelled", `cancel stop reason ${cancelled.stopReason}`);
+  const chunksAfterCancel = updates.slice(from).filter(([, u]) => u.sessionUpdate === "agent_message_chunk").length;
+
+  // an unknown session is a protocol error
+  let unknownCode = null;
+  try {
+    await ctx.request(methods.agent.session.prompt, { sessionId: "sess_nope", prompt: [{ type: "text", text: "x" }] });
+  } catch (err) {
+    unknownCode = err.code;
+  }
+  check(unknownCode === -32002, `unknown session code ${unknownCode}`);
+  return { collapsed, statuses, reply, cancelled: cancelled.stopReason, chunksAfterCancel, unknownCode };
+}
+
+async function permission(ctx) {
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  const { sessionId: sid } = await ctx.request(methods.agent.session.new, { cwd: process.cwd(), mcpServers: [] });
+  answers.push("allow_once", "reject_once");
+  const allowed = await ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt: [{ type: "text", text: "yes" }] });
+  const allowedText = textOf("agent_message_chunk");
+  const allowedStatuses = updates.filter(([, u]) => u.sessionUpdate.startsWith("tool_call")).map(([, u]) => u.status);
+  const from = updates.length;
+  const rejected = await ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt: [{ type: "text", text: "no" }] });
+  const rejectedText = textOf("agent_message_chunk", from);
+  const rejectedStatuses = updates.slice(from).filter(([, u]) => u.sessionUpdate.startsWith("tool_call")).map(([, u]) => u.status);
+  check(permissionRequests.length === 2, "two permission requests");
+  check(permissionRequests[0].toolCall.rawInput.path === "notes.txt", "tool call input shown");
+  return {
+    stops: [allowed.stopReason, rejected.stopReason],
+    allowedText, rejectedText, allowedStatuses, rejectedStatuses,
+    optionKinds: permissionRequests[0].options.map((o) => o.kind),
+  };
+}
+
+const scenarios = { basic, permission };
+let code = 0;
+try {
+  const seen = await app.connectWith(stream, (ctx) => scenarios[scenario](ctx));
+  console.log(JSON.stringify({ ok: true, ...seen }));
+} catch (err) {
+  console.log(JSON.stringify({ ok: false, error: String(err && err.stack || err) }));
+  code = 1;
+} finally {
+  child.stdin.end();
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10000);
+  await exited;
+  clearTimeout(timer);
+}
+process.exit(code);

@@ -1,0 +1,174 @@
+"""Bad input gets a clear JSON-RPC error and the door keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp_harness import MemoryChannel  # type: ignore[import-not-found]
+
+from onedoor.composition import MessageTooLarge, ServeContext
+from onedoor.testing import scripted_kernel
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class RawDoor:
+    """The door over a memory channel, driven with raw lines."""
+
+    def __init__(self, data_dir: Path) -> None:
+        from onedoor_door_acp.door import AcpOptions
+
+        self.channel = MemoryChannel()
+        self.options = AcpOptions(data_dir=str(data_dir))
+        self.task: asyncio.Task | None = None
+
+    async def __aenter__(self) -> "RawDoor":
+        from onedoor_door_acp.server import serve_acp
+
+        ctx = ServeContext(kernel=scripted_kernel(reasoning=False, tool=False), options={"acp": self.options})
+        self.task = asyncio.create_task(serve_acp(self.channel, ctx, self.options))
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.channel.inbox.put(None)
+        assert self.task is not None
+        await asyncio.wait_for(self.task, 10)
+
+    async def send(self, line: Any) -> None:
+        await self.channel.inbox.put(line if isinstance(line, (str, Exception)) else json.dumps(line))
+
+    async def reply(self, request_id: Any = None) -> dict[str, Any]:
+        """The next response (notifications are skipped)."""
+        for _ in range(1000):
+            msg = json.loads(await asyncio.wait_for(self.channel.outbox.get(), 10))
+            if "method" not in msg:
+                return msg
+        raise AssertionError("no response")
+
+    async def call(self, method: str, params: Any, request_id: int) -> dict[str, Any]:
+        await self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        msg = await self.reply()
+        assert msg["id"] == request_id
+        return msg
+
+
+class TooLargeChannel(MemoryChannel):
+    async def recv(self) -> str | None:
+        item = await self.inbox.get()
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+
+@pytest.mark.parametrize(
+    "line, code",
+    [
+        ("this is not json", -32700),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "initialize"', -32700),
+        ("[]", -32600),
+        ('[{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}]', -32600),
+        ("42", -32600),
+        ('"text"', -32600),
+        ('{"id": 5, "method": "initialize", "params": {"protocolVersion": 1}}', -32600),
+        ('{"jsonrpc": "1.0", "id": 5, "method": "initialize"}', -32600),
+        ('{"jsonrpc": "2.0", "id": 5, "method": 12}', -32600),
+        ('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "initialize"}', -32600),
+        ('{"jsonrpc": "2.0", "id": 5}', -32600),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": 3}', -32600),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": [1]}', -32602),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {}}', -32602),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "session/new", "params": {"cwd": 7}}', -32602),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "session/new", "params": {"cwd": "relative/dir", "mcpServers": []}}', -32602),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "no/such/method", "params": {}}', -32601),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "_vendor/thing", "params": {}}', -32601),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "session/set_mode", "params": {"sessionId": "x", "modeId": "y"}}', -32601),
+        ('{"jsonrpc": "2.0", "id": 5, "method": "authenticate", "params": {"methodId": "x"}}', -32601),
+    ],
+)
+async def test_bad_lines_get_errors_and_the_door_keeps_serving(data_dir: Path, line: str, code: int) -> None:
+    async with RawDoor(data_dir) as door:
+        await door.send(line)
+        error = await door.reply()
+        assert error["jsonrpc"] == "2.0"
+        assert error["error"]["code"] == code, error
+        assert error["error"]["message"]
+        ok = await door.call("initialize", {"protocolVersion": 1}, 99)
+        assert ok["result"]["protocolVersion"] == 1
+
+
+async def test_unknown_notifications_are_ignored_and_responses_without_requests_too(data_dir: Path) -> None:
+    async with RawDoor(data_dir) as door:
+        await door.send({"jsonrpc": "2.0", "method": "no/such/notification", "params": {}})
+        await door.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nope"}})
+        await door.send({"jsonrpc": "2.0", "id": 12345, "result": {}})
+        ok = await door.call("initialize", {"protocolVersion": 1}, 1)
+        assert ok["result"]["protocolVersion"] == 1
+
+
+async def test_session_errors(data_dir: Path) -> None:
+    async with RawDoor(data_dir) as door:
+        for request_id, (method, params) in enumerate([
+            ("session/prompt", {"sessionId": "sess_missing", "prompt": [{"type": "text", "text": "hi"}]}),
+            ("session/load", {"sessionId": "sess_missing", "cwd": "/tmp", "mcpServers": []}),
+            ("session/set_config_option", {"sessionId": "sess_missing", "configId": "backend", "value": "scripted"}),
+        ], start=1):
+            error = await door.call(method, params, request_id)
+            assert error["error"]["code"] == -32002
+            assert "sess_missing" in error["error"]["message"]
+        sid = (await door.call("session/new", {"cwd": "/tmp", "mcpServers": []}, 10))["result"]["sessionId"]
+        for request_id, (blocks, code, words) in enumerate([
+            ([{"type": "image", "data": "AAAA", "mimeType": "image/png"}], -32602, "image"),
+            ([{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}], -32602, "audio"),
+            ([{"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AAAA"}}], -32602, "binary"),
+            ([{"type": "video", "url": "x"}], -32602, ""),
+            ([{"type": "text"}], -32602, ""),
+            ("hello", -32602, ""),
+            ([{"type": "text", "text": "   "}], -32602, "empty"),
+        ], start=20):
+            error = await door.call("session/prompt", {"sessionId": sid, "prompt": blocks}, request_id)
+            assert error["error"]["code"] == code, error
+            assert words in json.dumps(error["error"])
+        error = await door.call("session/set_config_option", {"sessionId": sid, "configId": "colour", "value": "red"}, 40)
+        assert error["error"]["code"] == -32602
+        error = await door.call("session/list", {"cursor": "not-a-number"}, 41)
+        assert error["error"]["code"] == -32602
+        await door.call("session/close", {"sessionId": sid}, 42)
+        error = await door.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}, 43)
+        assert error["error"]["code"] == -32002 and "closed" in error["error"]["message"]
+        # still serving: a new session answers
+        sid2 = (await door.call("session/new", {"cwd": "/tmp", "mcpServers": []}, 50))["result"]["sessionId"]
+        ok = await door.call("session/prompt", {"sessionId": sid2, "prompt": [{"type": "text", "text": "hi"}]}, 51)
+        assert ok["result"]["stopReason"] == "end_turn"
+
+
+async def test_a_failing_backend_run_is_an_error_reply_not_a_stop_reason(data_dir: Path) -> None:
+    async with RawDoor(data_dir) as door:
+        sid = (await door.call("session/new", {"cwd": "/tmp", "mcpServers": []}, 1))["result"]["sessionId"]
+        for request_id, text in ((2, "/fail boom"), (3, "/error boom")):
+            error = await door.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}, request_id)
+            assert error["error"]["code"] == -32603
+            assert "backend failed" in error["error"]["message"]
+        ok = await door.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "fine"}]}, 4)
+        assert ok["result"]["stopReason"] == "end_turn"
+
+
+async def test_an_oversized_message_is_refused_and_the_door_reads_on(data_dir: Path) -> None:
+    from onedoor_door_acp.door import AcpOptions
+    from onedoor_door_acp.server import serve_acp
+
+    channel = TooLargeChannel()
+    options = AcpOptions(data_dir=str(data_dir))
+    ctx = ServeContext(kernel=scripted_kernel(), options={"acp": options})
+    task = asyncio.create_task(serve_acp(channel, ctx, options))
+    await channel.inbox.put(MessageTooLarge(10_000_000, 1000))  # type: ignore[arg-type]
+    error = json.loads(await asyncio.wait_for(channel.outbox.get(), 10))
+    assert error["error"]["code"] == -32600 and "over the limit" in error["error"]["data"]["details"]
+    await channel.inbox.put(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}))
+    ok = json.loads(await asyncio.wait_for(channel.outbox.get(), 10))
+    assert ok["result"]["protocolVersion"] == 1
+    await channel.inbox.put(None)
+    await asyncio.wait_for(task, 10)

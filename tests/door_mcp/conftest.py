@@ -1,0 +1,186 @@
+"""Fixtures for the MCP door tests: real server processes and SDK clients (1.x or 2.x)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+
+HERE = Path(__file__).parent
+LAUNCHER = HERE / "onedoor_test_launcher.py"
+JS = HERE / "js"
+MCP_MAJOR = int(__import__("importlib.metadata").metadata.version("mcp").split(".")[0])
+
+
+def stdio_command(*extra: str, backend: str = "scripted") -> list[str]:
+    """argv of an MCP stdio server run through the test launcher."""
+    return [sys.executable, str(LAUNCHER), "serve", "--door", "mcp", "--transport", "stdio", "-b", backend, *extra]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Outcomes:
+    """Run outcomes written by the launcher's observer hook."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"ONEDOOR_TEST_OUTCOMES": str(self.path)}
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+
+    def wait_for(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for record in self.read():
+                if predicate(record):
+                    return record
+            time.sleep(0.05)
+        raise AssertionError(f"no matching run outcome within {timeout} s; seen: {self.read()}")
+
+
+@pytest.fixture
+def outcomes(tmp_path: Path) -> Outcomes:
+    return Outcomes(tmp_path / "outcomes.jsonl")
+
+
+# -- the HTTP server: `onedoor serve --door mcp --transport http` -----------------------------
+
+
+class HttpServer:
+    def __init__(self, proc: subprocess.Popen, base: str, log: Path) -> None:
+        self.proc = proc
+        self.base = base
+        self.url = base + "/mcp"
+        self.log = log
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def start_http(tmp_path: Path, *extra: str, env: dict[str, str] | None = None, backend: str = "scripted") -> HttpServer:
+    """A real `onedoor serve --door mcp --transport http` on a free loopback port."""
+    port = free_port()
+    log = tmp_path / f"server-{port}.log"
+    cmd = [sys.executable, str(LAUNCHER), "serve", "--door", "mcp", "--transport", "http", "-b", backend,
+           "--host", "127.0.0.1", "--port", str(port), *extra]
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {log.read_text()}")
+        if "listening on" in log.read_text():
+            return HttpServer(proc, base, log)
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError(f"server did not start: {log.read_text()}")
+
+
+@pytest.fixture
+def http_server(tmp_path: Path, outcomes: Outcomes) -> Any:
+    server = start_http(tmp_path, "-o", "scripted.delay=0", env=outcomes.env)
+    yield server
+    server.stop()
+
+
+# -- the Python SDK client, 1.x or 2.x --------------------------------------------------------
+
+
+@asynccontextmanager
+async def stdio_session(argv: list[str], env: dict[str, str] | None = None) -> AsyncIterator[Any]:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env={**os.environ, **(env or {})})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+@asynccontextmanager
+async def http_session(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
+    from mcp import ClientSession
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    if MCP_MAJOR >= 2:
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with create_mcp_http_client(headers=headers) as client:
+            async with streamable_http_client(url, http_client=client) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    yield session
+    else:
+        from mcp.client.streamable_http import streamablehttp_client
+
+        async with streamablehttp_client(url, headers=headers) as (read, write, _sid):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+def result_text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def is_error(result: Any) -> bool:
+    return bool(getattr(result, "isError", None) or getattr(result, "is_error", None))
+
+
+def server_instructions(init: Any) -> str:
+    return init.instructions or ""
+
+
+@pytest.fixture
+def sdk() -> Any:
+    """The client helpers, as one object (conftest modules cannot be imported)."""
+
+    class SDK:
+        major = MCP_MAJOR
+        stdio = staticmethod(stdio_session)
+        http = staticmethod(http_session)
+        text = staticmethod(result_text)
+        error = staticmethod(is_error)
+        command = staticmethod(stdio_command)
+
+    return SDK
+
+
+# -- node ----------------------------------------------------------------------------------------
+
+
+def node_ready() -> str | None:
+    """Why the npm clients cannot run, or None."""
+    if shutil.which("node") is None:
+        return "node is not installed (the CI image needs Node 20+)"
+    if not (JS / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        return "run `npm ci --prefix tests/door_mcp/js` first (nox does it for this combo)"
+    return None

@@ -1,0 +1,89 @@
+"""Run the ``onedoor`` CLI with two test extras, for subprocess tests of the MCP door.
+
+- An observer hook (``onedoor_run_finished``) appends one JSON line per finished run to
+  the file named by ``ONEDOOR_TEST_OUTCOMES``: stop reason or error, and how many of
+  the kernel's run worker threads are still alive once they had 3 s to end.
+- A ``noisy`` backend: the scripted backend that first prints to ``sys.stdout``, writes
+  to file descriptor 1 and starts a child process that writes to its stdout, so a test
+  can prove the stdio door's stdout carries only JSON-RPC.
+
+Usage: python onedoor_test_launcher.py serve --door mcp --transport stdio [-b noisy]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+from onedoor import plugins
+from onedoor.builtins.scripted import ScriptedOptions, scripted
+from onedoor.cli import main
+from onedoor.hookspecs import hookimpl
+
+
+class Observer:
+    @hookimpl
+    def onedoor_run_finished(self, run, outcome):  # noqa: ANN001
+        path = os.environ.get("ONEDOOR_TEST_OUTCOMES")
+        if not path:
+            return
+        workers = [t for t in threading.enumerate() if t.name.startswith("onedoor-run-")]
+        for thread in workers:
+            thread.join(3.0)
+        record = {
+            "run_id": run.run_id,
+            "door": run.door,
+            "message": run.message,
+            "outcome": type(outcome).__name__,
+            "stop_reason": getattr(outcome, "stop_reason", None),
+            "error": getattr(outcome, "error", None),
+            "workers_alive": sum(1 for t in workers if t.is_alive()),
+        }
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+
+def noisy(options: ScriptedOptions | None = None):
+    inner = scripted(options or ScriptedOptions())
+
+    class Noisy:
+        def run(self, message, *, history=None, context=None):  # noqa: ANN001
+            print("noise from print()")
+            sys.stdout.flush()
+            os.write(1, b"noise written to fd 1\n")
+            subprocess.run(["echo", "noise from a child process"], check=False)
+            yield from inner.run(message, history=history, context=context)
+
+        def cancel(self) -> None:
+            inner.cancel()
+
+    return Noisy()
+
+
+noisy.Options = ScriptedOptions  # type: ignore[attr-defined]
+
+_plugin_manager = plugins.plugin_manager
+_load = plugins.load
+
+
+def _patched_manager(*args, **kwargs):  # noqa: ANN002, ANN003
+    pm = _plugin_manager(*args, **kwargs)
+    pm.register(Observer(), name="test-observer")
+    return pm
+
+
+def _patched_load(kind: str, name: str):
+    if kind == "backend" and name == "noisy":
+        return noisy
+    return _load(kind, name)
+
+
+plugins.plugin_manager = _patched_manager
+plugins.load = _patched_load
+
+if __name__ == "__main__":
+    sys.argv[0] = "onedoor"
+    main()

@@ -1,0 +1,349 @@
+"""The MCP door over stdio, against real subprocesses: the Python SDK client and raw pipes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from onedoor_door_mcp.compat import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+
+pytestmark = pytest.mark.timeout(90)
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+
+
+# -- the SDK client -----------------------------------------------------------------------------
+
+
+async def test_initialize_lists_the_ask_tool(sdk: Any) -> None:
+    async with sdk.stdio(sdk.command()) as session:
+        tools = (await session.list_tools()).tools
+    assert [t.name for t in tools] == ["ask"]
+    tool = tools[0]
+    schema = tool.inputSchema if hasattr(tool, "inputSchema") else tool.input_schema
+    assert schema["required"] == ["message"]
+    assert set(schema["properties"]) == {"message", "history"}
+    assert "scripted" in tool.description
+
+
+async def test_server_name_version_and_instructions(sdk: Any) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    argv = sdk.command()
+    async with stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))) as (r, w):
+        async with ClientSession(r, w) as session:
+            init = await session.initialize()
+    info = init.serverInfo if hasattr(init, "serverInfo") else init.server_info
+    assert info.name == "onedoor"
+    assert info.version == "0.1.0"
+    assert "'ask'" in (init.instructions or "")
+
+
+async def test_ask_returns_the_final_reply(sdk: Any) -> None:
+    async with sdk.stdio(sdk.command()) as session:
+        result = await session.call_tool("ask", {"message": "hello there"})
+    assert not sdk.error(result)
+    assert sdk.text(result) == "You said: hello there (2 words, turn 1)"
+
+
+async def test_history_continues_the_conversation(sdk: Any) -> None:
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "You said: hi"}]
+    async with sdk.stdio(sdk.command()) as session:
+        result = await session.call_tool("ask", {"message": "again", "history": history})
+    assert sdk.text(result) == "You said: again (1 words, turn 2)"
+
+
+async def test_progress_carries_the_deltas_in_order(sdk: Any) -> None:
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async with sdk.stdio(sdk.command("-o", "scripted.deltas=0")) as session:
+        result = await session.call_tool("ask", {"message": "one two three four"}, progress_callback=on_progress)
+    final = sdk.text(result)
+    texts = [m for _, m in seen if m and not m.startswith("[tool ")]
+    tools = [m for _, m in seen if m and m.startswith("[tool ")]
+    assert "".join(texts) == final
+    assert len(texts) == len(final.split(" "))  # one notification per word, in order
+    assert tools[0].startswith("[tool word_count") and "->" in tools[1]
+    assert [p for p, _ in seen] == sorted(p for p, _ in seen)  # progress only grows
+
+
+async def test_no_progress_without_a_token(sdk: Any) -> None:
+    messages: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        messages.append(message)
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    argv = sdk.command()
+    async with stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))) as (r, w):
+        async with ClientSession(r, w, message_handler=on_message) as session:
+            await session.initialize()
+            result = await session.call_tool("ask", {"message": "quiet please"})
+    assert sdk.text(result).startswith("You said: quiet please")
+    assert not [m for m in messages if "progress" in type(getattr(m, "root", m)).__name__.lower()]
+
+
+async def test_failed_run_is_an_error_result(sdk: Any) -> None:
+    async with sdk.stdio(sdk.command()) as session:
+        failed = await session.call_tool("ask", {"message": "/fail please"})
+        errored = await session.call_tool("ask", {"message": "/error please"})
+        ok = await session.call_tool("ask", {"message": "still there?"})
+    assert sdk.error(failed) and "ScriptedFailure" in sdk.text(failed)
+    assert sdk.error(errored) and "reports an error" in sdk.text(errored)
+    assert not sdk.error(ok)
+
+
+async def test_wrong_arguments_are_reported_and_the_server_goes_on(sdk: Any) -> None:
+    async with sdk.stdio(sdk.command()) as session:
+        missing = await session.call_tool("ask", {})
+        wrong_type = await session.call_tool("ask", {"message": 42})
+        bad_history = await session.call_tool("ask", {"message": "x", "history": [{"role": "robot", "content": "x"}]})
+        extra = await session.call_tool("ask", {"message": "x", "colour": "red"})
+        ok = await session.call_tool("ask", {"message": "fine"})
+    for result, needle in ((missing, "'message'"), (wrong_type, "'message'"), (bad_history, "history[0]"), (extra, "colour")):
+        assert sdk.error(result), sdk.text(result)
+        assert needle in sdk.text(result)
+    assert sdk.text(ok).startswith("You said: fine")
+
+
+async def test_unknown_tool_is_a_protocol_error(sdk: Any) -> None:
+    async with sdk.stdio(sdk.command()) as session:
+        try:
+            result = await session.call_tool("nope", {"message": "x"})
+        except Exception as exc:  # McpError / MCPError
+            assert "Unknown tool" in str(exc)
+        else:  # some SDK versions turn it into an error result
+            assert sdk.error(result) and "Unknown tool" in sdk.text(result)
+        assert not sdk.error(await session.call_tool("ask", {"message": "after"}))
+
+
+async def test_logging_set_level_is_answered(sdk: Any) -> None:
+    import warnings
+
+    async with sdk.stdio(sdk.command()) as session:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await session.set_logging_level("debug")
+        assert not sdk.error(await session.call_tool("ask", {"message": "after"}))
+
+
+async def test_refused_run_is_an_error_result(sdk: Any) -> None:
+    async with sdk.stdio(sdk.command("-o", "limits.max_message_chars=20")) as session:
+        result = await session.call_tool("ask", {"message": "x" * 50})
+    assert sdk.error(result)
+    assert "too_large" in sdk.text(result)
+
+
+async def test_stdout_carries_only_json_rpc_whatever_the_backend_prints(sdk: Any) -> None:
+    async with sdk.stdio(sdk.command(backend="noisy")) as session:
+        result = await session.call_tool("ask", {"message": "make noise"})
+    assert sdk.text(result).startswith("You said: make noise")
+    # and on raw pipes: every stdout line is JSON, the noise went to stderr
+    proc = RawServer(sdk.command(backend="noisy"))
+    try:
+        proc.initialize()
+        proc.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask", "arguments": {"message": "noise"}}})
+        assert proc.until_id(1)["result"]["isError"] is False
+    finally:
+        stderr = proc.close()
+    assert all(isinstance(json.loads(line), dict) for line in proc.lines)
+    assert "noise from print()" in stderr and "noise written to fd 1" in stderr and "noise from a child" in stderr
+
+
+# -- raw pipes: bad input ---------------------------------------------------------------------
+
+
+class RawServer:
+    """An MCP stdio server driven line by line."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})}, bufsize=0,
+        )
+        self.lines: list[str] = []
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: Any) -> None:
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def recv(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, f"server closed stdout; stderr: {self.proc.stderr.read().decode()[-2000:] if self.proc.stderr else ''}"
+        text = line.decode()
+        self.lines.append(text)
+        return json.loads(text)
+
+    def until_id(self, rid: Any, limit: int = 2000) -> dict[str, Any]:
+        for _ in range(limit):
+            message = self.recv()
+            if message.get("id") == rid and ("result" in message or "error" in message):
+                return message
+        raise AssertionError(f"no answer to {rid!r}")
+
+    def initialize(self) -> dict[str, Any]:
+        self.send(INIT)
+        answer = self.until_id(0)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def close(self, timeout: float = 20.0) -> str:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            raise AssertionError("the server did not exit after stdin closed")
+        rest = self.proc.stdout.read() if self.proc.stdout else b""
+        self.lines += [line for line in rest.decode().splitlines() if line.strip()]
+        return self.proc.stderr.read().decode() if self.proc.stderr else ""
+
+
+@pytest.fixture
+def raw(sdk: Any) -> Any:
+    server = RawServer(sdk.command("-o", "max_message_bytes=65536"))
+    yield server
+    if server.proc.poll() is None:
+        server.close()
+
+
+def _error(message: dict[str, Any]) -> int:
+    assert "error" in message, message
+    return message["error"]["code"]
+
+
+def _ping_ok(raw: RawServer, rid: int) -> None:
+    raw.send({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+    assert raw.until_id(rid)["result"] == {}
+
+
+def test_garbage_lines_get_parse_errors_and_the_server_goes_on(raw: RawServer) -> None:
+    raw.initialize()
+    for garbage in (b"this is not json\n", b"{\"jsonrpc\": \"2.0\", \"id\": 1, \n", b"\xff\xfe\x00garbage\n"):
+        raw.send_raw(garbage)
+        answer = raw.recv()
+        assert answer["id"] is None and _error(answer) == PARSE_ERROR
+    _ping_ok(raw, 100)
+
+
+def test_invalid_json_rpc_gets_invalid_request(raw: RawServer) -> None:
+    raw.initialize()
+    for bad, rid in (([1, 2], None), ("just a string", None), ({"id": 7}, 7), ({"jsonrpc": "1.0", "id": 8, "method": "ping"}, 8),
+                     ({"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}, None)):
+        raw.send(bad)
+        answer = raw.recv()
+        assert _error(answer) == INVALID_REQUEST, (bad, answer)
+        assert answer["id"] == rid
+    _ping_ok(raw, 101)
+
+
+def test_unknown_method_gets_method_not_found(raw: RawServer) -> None:
+    raw.initialize()
+    raw.send({"jsonrpc": "2.0", "id": 9, "method": "agents/teleport", "params": {}})
+    assert _error(raw.until_id(9)) == METHOD_NOT_FOUND
+    raw.send({"jsonrpc": "2.0", "id": 10, "method": "resources/list"})
+    assert _error(raw.until_id(10)) == METHOD_NOT_FOUND
+    raw.send({"jsonrpc": "2.0", "method": "notifications/unheard-of"})  # ignored, never answered
+    _ping_ok(raw, 102)
+
+
+def test_wrong_tool_call_params_get_errors(raw: RawServer) -> None:
+    raw.initialize()
+    raw.send({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"arguments": {"message": "no name"}}})
+    assert _error(raw.until_id(11)) == -32602
+    raw.send({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "ask", "arguments": "not an object"}})
+    assert _error(raw.until_id(12)) == -32602
+    raw.send({"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": {"name": "ask", "arguments": {"message": ""}}})
+    assert raw.until_id(13)["result"]["isError"] is True
+    _ping_ok(raw, 103)
+
+
+def test_a_huge_message_is_refused_and_the_server_goes_on(raw: RawServer) -> None:
+    raw.initialize()
+    huge = {"jsonrpc": "2.0", "id": 14, "method": "tools/call", "params": {"name": "ask", "arguments": {"message": "x" * 200_000}}}
+    raw.send(huge)
+    answer = raw.recv()
+    assert _error(answer) == INVALID_REQUEST and "limit" in answer["error"]["message"]
+    raw.send({"jsonrpc": "2.0", "id": 15, "method": "tools/call", "params": {"name": "ask", "arguments": {"message": "small"}}})
+    assert raw.until_id(15)["result"]["content"][0]["text"].startswith("You said: small")
+
+
+def test_closing_stdin_ends_the_server_and_answers_what_was_read(sdk: Any) -> None:
+    proc = subprocess.run(
+        sdk.command(),
+        input=(json.dumps(INIT) + "\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n").encode(),
+        capture_output=True, timeout=30,
+    )
+    assert proc.returncode == 0
+    answers = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [a["id"] for a in answers] == [0, 1]
+
+
+# -- cancellation -----------------------------------------------------------------------------
+
+
+def test_notifications_cancelled_stops_the_backend(sdk: Any, outcomes: Any) -> None:
+    raw = RawServer(sdk.command(), env=outcomes.env)
+    try:
+        raw.initialize()
+        raw.send({"jsonrpc": "2.0", "id": 20, "method": "tools/call",
+                  "params": {"name": "ask", "arguments": {"message": "/slow /long 500 go"}, "_meta": {"progressToken": "p"}}})
+        first = raw.recv()  # the run is streaming
+        assert first["method"] == "notifications/progress"
+        raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 20, "reason": "test"}})
+        record = outcomes.wait_for(lambda r: r["message"].startswith("/slow /long 500"))
+        assert record["stop_reason"] == "cancelled"
+        assert record["workers_alive"] == 0
+        # a cancelled request gets no answer; the session serves the next one
+        _ping_ok(raw, 21)
+        assert not [json.loads(line) for line in raw.lines if json.loads(line).get("id") == 20]
+    finally:
+        raw.close()
+
+
+def test_closing_stdin_mid_run_cancels_it(sdk: Any, outcomes: Any) -> None:
+    raw = RawServer(sdk.command(), env=outcomes.env)
+    raw.initialize()
+    raw.send({"jsonrpc": "2.0", "id": 30, "method": "tools/call",
+              "params": {"name": "ask", "arguments": {"message": "/hang forever"}, "_meta": {"progressToken": 1}}})
+    time.sleep(0.5)  # let the run start (not a timing assertion)
+    started = time.monotonic()
+    raw.close(timeout=20)
+    record = outcomes.wait_for(lambda r: r["message"] == "/hang forever")
+    assert record["stop_reason"] == "cancelled" and record["workers_alive"] == 0
+    assert raw.proc.returncode == 0
+    assert time.monotonic() - started >= 0  # the process ended (close() raises otherwise)
+
+
+def test_entry_point_module_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, onedoor_door_mcp.door as d; "
+        "heavy = [m for m in ('mcp', 'starlette', 'uvicorn', 'pydantic', 'anyio') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

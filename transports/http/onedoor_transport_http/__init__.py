@@ -1,0 +1,77 @@
+"""The HTTP transport: one uvicorn server, every asgi door mounted under its prefix.
+
+Safe by default: binds 127.0.0.1; binding any other address without a token is refused;
+when a token is set, every request to every door must carry it (``Authorization:
+Bearer …``, or ``?token=…`` for a page opened in a browser), checked once, here, in
+constant time. CORS is off unless origins are listed. Request bodies are capped.
+
+This module is what the entry point names: it imports no server library until
+:meth:`HttpTransport.serve` runs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+from onedoor.errors import CompositionError
+
+__version__ = "0.1.0"
+
+
+@dataclass
+class HttpOptions:
+    host: str = field(default="127.0.0.1", metadata={"help": "address to bind"})
+    port: int = field(default=8000, metadata={"help": "port to bind (0: any free port)"})
+    token: str = field(default="", metadata={"help": "bearer token required on every request", "secret": True})
+    cors_origins: list[str] = field(default_factory=list, metadata={"help": "origins allowed by CORS (comma-separated)"})
+    max_body_bytes: int = field(default=4 * 1024 * 1024, metadata={"help": "largest request body accepted"})
+    shutdown_grace: float = field(default=5.0, metadata={"help": "seconds to let cancelled runs close on shutdown"})
+    log_level: str = field(default="warning", metadata={"help": "uvicorn log level"})
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port {self.port} is out of range")
+        if self.token and len(self.token) < 16:
+            raise ValueError("the token must be at least 16 characters")
+        if self.max_body_bytes < 1024:
+            raise ValueError("max_body_bytes must be at least 1024")
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(options: HttpOptions) -> None:
+    """Fail closed: a non-loopback address needs a token."""
+    if not is_loopback(options.host) and not options.token:
+        raise CompositionError(
+            f"refusing to listen on {options.host} without a token: anyone who can reach it could use the agent. "
+            "Pass --token (16+ characters) or set ONEDOOR_HTTP_TOKEN, or bind 127.0.0.1"
+        )
+
+
+class HttpTransport:
+    name = "http"
+    shape = "asgi"
+    max_doors = None
+    Options = HttpOptions
+
+    def prepare(self, options: HttpOptions | None) -> None:
+        check_bind(options or HttpOptions())
+
+    def serve(self, doors: list[Any], ctx: Any) -> int:
+        from .server import run_server
+
+        options = ctx.options_for(self.name) or HttpOptions()
+        check_bind(options)
+        return run_server(doors, ctx, options)
+
+
+transport = HttpTransport
