@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 
-
 # Like an installed package: bytecode cached (pip compiles it at install time).
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 

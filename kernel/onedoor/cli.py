@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 import typer
 
@@ -48,11 +48,11 @@ def main_callback(
 @app.command()
 def run(
     message: str = typer.Argument(..., help="what to say to the agent ('-' reads stdin)"),
-    backend: Optional[str] = BackendName,
+    backend: str | None = BackendName,
     json_lines: bool = typer.Option(False, "--json", help="print every event as one JSON object a line"),
     reasoning: bool = typer.Option(False, "--reasoning", help="show the agent's reasoning on stderr"),
-    option: Optional[List[str]] = OptionPairs,
-    config: Optional[Path] = ConfigPath,
+    option: List[str] | None = OptionPairs,
+    config: Path | None = ConfigPath,
 ) -> None:
     """Send one message and stream the reply as it is written."""
     import asyncio
@@ -69,13 +69,14 @@ def run(
 
 @app.command()
 def chat(
-    backend: Optional[str] = BackendName,
-    option: Optional[List[str]] = OptionPairs,
-    config: Optional[Path] = ConfigPath,
+    backend: str | None = BackendName,
+    option: List[str] | None = OptionPairs,
+    config: Path | None = ConfigPath,
 ) -> None:
     """Talk to the agent in this terminal, keeping the conversation
     (the same as `onedoor serve --door terminal --transport stdio`)."""
-    from .serve import Settings, serve as do_serve
+    from .serve import Settings
+    from .serve import serve as do_serve
 
     settings = Settings(doors=["terminal"], transport="stdio", backend=backend, options=option or [], config=config)
     raise typer.Exit(do_serve(settings))
@@ -83,17 +84,18 @@ def chat(
 
 @app.command()
 def serve(
-    door: Optional[List[str]] = typer.Option(None, "--door", "-d", help="door to serve; repeatable (default: rest, agui, mcp)"),
-    transport: Optional[str] = typer.Option(None, "--transport", "-t", help="transport (default: http)"),
-    backend: Optional[str] = BackendName,
-    host: Optional[str] = typer.Option(None, "--host", help="address to bind (http; default 127.0.0.1)"),
-    port: Optional[int] = typer.Option(None, "--port", help="port to bind (http; default 8000)"),
-    token: Optional[str] = typer.Option(None, "--token", help="bearer token every request must carry (http)"),
-    option: Optional[List[str]] = OptionPairs,
-    config: Optional[Path] = ConfigPath,
+    door: List[str] | None = typer.Option(None, "--door", "-d", help="door to serve; repeatable (default: rest, agui, mcp)"),
+    transport: str | None = typer.Option(None, "--transport", "-t", help="transport (default: http)"),
+    backend: str | None = BackendName,
+    host: str | None = typer.Option(None, "--host", help="address to bind (http; default 127.0.0.1)"),
+    port: int | None = typer.Option(None, "--port", help="port to bind (http; default 8000)"),
+    token: str | None = typer.Option(None, "--token", help="bearer token every request must carry (http)"),
+    option: List[str] | None = OptionPairs,
+    config: Path | None = ConfigPath,
 ) -> None:
     """Serve the agent through one or more doors over a transport."""
-    from .serve import Settings, serve as do_serve
+    from .serve import Settings
+    from .serve import serve as do_serve
 
     pairs = list(option or [])
     for name, value in (("host", host), ("port", port), ("token", token)):

@@ -20,13 +20,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import threading
 import time
-import os
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 
 from .contract import Contract
 from .errors import ContractViolation, RunRefused
@@ -296,7 +296,7 @@ class _Feed:
         try:
             await asyncio.wait_for(fut, timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         finally:
             with self.lock:
@@ -387,7 +387,7 @@ class RunStream:
             self.kernel._release()
 
     # -- the drive loop ----------------------------------------------------------------
-    async def _drive(self) -> AsyncIterator[Event]:
+    async def _drive(self) -> AsyncGenerator[Event, None]:
         self._started = True
         kernel = self.kernel
         lim = kernel.limits
@@ -564,13 +564,13 @@ class RunStream:
             await asyncio.wait_for(asyncio.shield(feed.exited), grace)
             self._join_worker()
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             if not tell:
                 self._tell_backend()
         try:
             await asyncio.wait_for(asyncio.shield(feed.exited), grace)
             self._join_worker()
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning(
                 "backend %r did not stop within %g s of being cancelled; leaving its worker to finish",
                 self.kernel.backend.name,
@@ -624,7 +624,7 @@ def _run_sync_worker(method: Any, message: str, kwargs: dict[str, Any], feed: _F
         feed.end_from_thread(error)
 
 
-async def _empty() -> AsyncIterator[Event]:
+async def _empty() -> AsyncGenerator[Event, None]:
     return
     yield  # pragma: no cover
 

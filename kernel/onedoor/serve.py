@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import plugins
 from .errors import CompositionError, OptionsError, PluginError
@@ -148,7 +146,7 @@ def plan_serve(settings: Settings, *, default_transport: str = "http") -> Plan:
     limits = build_limits({**config.get("limits", {}), **limit_values})
 
     parsed: dict[str, Any] = {}
-    for kind, name in [("transport", transport_name)] + [("door", d.name) for d in doors]:
+    for name in [transport_name] + [d.name for d in doors]:
         parsed[name] = parse_options(declared[name], name, cli=per_plugin.get(name), file=_file_options(config, name))
     backend, backend_options = plugins.make_backend(
         backend_name, cli=per_plugin.get(backend_name), file=_file_options(config, backend_name)

@@ -178,3 +178,27 @@ def node_ready() -> str | None:
     if not (JS_DIR / "node_modules" / "@agentclientprotocol" / "sdk").is_dir():
         return "run `npm ci --prefix tests/door_acp/js` first (nox does it for this combo)"
     return None
+
+
+class ToolUserAgent:
+    """A test backend with the ``tools`` capability: calls each server tool it is offered
+    (from the editor's MCP servers) once with {"text": message}."""
+
+    async def run(self, message: str, *, history: Any = None, context: Any = None) -> Any:
+        from onedoor.events import RunFinished, RunStarted, TextDelta, ToolFinished, ToolStarted
+
+        yield RunStarted(context.run_id)
+        names = []
+        for index, tool in enumerate(t for t in context.tools if not t.client):
+            call_id = f"call_{context.run_id[:8]}_{index}"
+            args = {"text": message}
+            yield ToolStarted(call_id, tool.name, args)
+            try:
+                result = await tool.handler(args)
+                yield ToolFinished(call_id, tool.name, result)
+            except Exception as exc:  # noqa: BLE001
+                yield ToolFinished(call_id, tool.name, str(exc), True)
+            names.append(tool.name)
+        text = f"tools: {', '.join(names) or 'none'}"
+        yield TextDelta(text)
+        yield RunFinished(context.run_id, text)

@@ -269,16 +269,6 @@ async def test_backend_picker_switches_the_session_backend(data_dir: Path) -> No
         assert door.recorder.text() == "PERSISTED"
 
 
-async def test_editor_mcp_servers_are_declined_honestly(data_dir: Path) -> None:
-    from acp.schema import McpServerStdio
-
-    async with DoorHarness(scripted_kernel(), data_dir) as door:
-        server = McpServerStdio(name="files", command="/bin/true", args=[], env=[])
-        response = await door.conn.new_session(cwd="/tmp", mcp_servers=[server])
-        await door.recorder.wait_for(lambda: "agent_message_chunk" in door.recorder.kinds(response.session_id))
-        assert "files" in door.recorder.text() and "not available" in door.recorder.text()
-
-
 @pytest.mark.parametrize("mode", ["async", "sync"])
 async def test_permission_allow_once_and_reject(data_dir: Path, mode: str) -> None:
     module = load_approval_module()
@@ -353,3 +343,40 @@ async def test_editor_disconnect_cancels_running_sessions(data_dir: Path) -> Non
         for task in prompts:
             task.cancel()
         await asyncio.gather(*prompts, return_exceptions=True)
+
+
+async def test_editor_mcp_servers_give_tools_to_backends_that_use_tools(data_dir: Path) -> None:
+    pytest.importorskip("mcp", reason="the mcp package (onedoor-door-acp[mcp]) is not installed")
+    import sys
+
+    from acp.schema import HttpMcpServer, McpServerStdio
+    from acp_harness import HERE, ToolUserAgent  # type: ignore[import-not-found]
+
+    kernel = Kernel(Backend("tooluser", ToolUserAgent, frozenset({"tools"})))
+    async with DoorHarness(kernel, data_dir, backends="tooluser") as door:
+        servers = [
+            McpServerStdio(name="echo", command=sys.executable, args=[str(HERE / "mcp_echo_server.py")], env=[]),
+            HttpMcpServer(name="remote", url="http://127.0.0.1:9/mcp", headers=[], type="http"),
+        ]
+        response = await door.conn.new_session(cwd="/tmp", mcp_servers=servers)
+        sid = response.session_id
+        result = await door.prompt(sid, "hi there")
+        assert result.stop_reason == "end_turn"
+        rec = door.recorder
+        assert "remote" in rec.text() and "stdio MCP servers only" in rec.text()
+        assert rec.text().endswith("tools: echo__shout, echo__refuse")
+        ends = [u for s, u in rec.updates if u["sessionUpdate"] == "tool_call_update" and u.get("status") in ("completed", "failed")]
+        assert ends[0]["status"] == "completed" and ends[0]["rawOutput"] == "HI THERE"
+        assert ends[1]["status"] == "failed"
+        await door.conn.close_session(session_id=sid)
+
+
+async def test_a_backend_without_tools_says_so_for_editor_mcp_servers(data_dir: Path) -> None:
+    from acp.schema import McpServerStdio
+
+    async with DoorHarness(scripted_kernel(), data_dir) as door:
+        server = McpServerStdio(name="files", command="/bin/true", args=[], env=[])
+        response = await door.conn.new_session(cwd="/tmp", mcp_servers=[server])
+        await door.recorder.wait_for(lambda: "agent_message_chunk" in door.recorder.kinds(response.session_id))
+        text = door.recorder.text()
+        assert "'scripted' cannot use tools" in text and "files" in text

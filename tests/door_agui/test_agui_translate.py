@@ -103,6 +103,12 @@ def test_any_valid_core_run_translates_to_a_valid_agui_stream(run, record):
         assert snapshot["type"] == "MESSAGES_SNAPSHOT"
         assistant_text = "".join(m.get("content") or "" for m in snapshot["messages"] if m["role"] == "assistant")
         assert assistant_text == reply
+    # the fast SSE path gives the same bytes as encoding the events one by one
+    twin = Translator("thread-1", "run-1", id_prefix="x", record=record, input_messages=[{"id": "u1", "role": "user", "content": "hi"}])
+    plain = Translator("thread-1", "run-1", id_prefix="x", record=record, input_messages=[{"id": "u1", "role": "user", "content": "hi"}])
+    fast = b"".join(twin.feed_sse(e) for e in events) + b"".join(map(encode_sse, twin.finish()))
+    slow = b"".join(encode_sse(x) for e in events for x in plain.feed(e)) + b"".join(map(encode_sse, plain.finish()))
+    assert fast == slow
     # the SSE framing round-trips every event
     for event in out:
         frame = encode_sse(event)

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 
-
 def make_dist(root: Path, name: str, entry_points: dict[str, dict[str, str]], modules: dict[str, str]) -> Path:
     """Write an installed-looking distribution (dist-info + modules) under ``root``."""
     root.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,6 @@ import asyncio
 import threading
 
 import pytest
-
 from onedoor.events import (
     RunFailed,
     RunFinished,
@@ -169,7 +168,7 @@ def test_the_scripted_backend_keeps_the_contract_in_both_modes():
     from onedoor.builtins.scripted import ScriptedOptions, scripted
 
     for mode in ("sync", "async"):
-        report = check_backend(lambda: scripted(ScriptedOptions(mode=mode)), "hello there")
+        report = check_backend(lambda mode=mode: scripted(ScriptedOptions(mode=mode)), "hello there")
         assert report.ok, report.problems
         kinds = {type(e).__name__ for e in report.events}
         assert {"RunStarted", "ReasoningDelta", "ToolStarted", "ToolFinished", "TextDelta", "RunFinished"} <= kinds

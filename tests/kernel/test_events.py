@@ -5,7 +5,6 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from onedoor.events import (
     EVENT_TYPES,
     ReasoningDelta,

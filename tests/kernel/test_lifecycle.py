@@ -6,7 +6,6 @@ import asyncio
 import threading
 
 import pytest
-
 from onedoor.errors import RunRefused
 from onedoor.events import RunFailed, RunFinished, RunStarted, TextDelta, ToolFinished, ToolStarted
 from onedoor.kernel import Backend, Kernel, Limits
@@ -207,7 +206,6 @@ def test_bad_input_is_refused_before_any_event(message, history, reason):
 
 async def test_hooks_see_every_run_once():
     import pluggy
-
     from onedoor import hookspecs
     from onedoor.hookspecs import hookimpl
 

@@ -77,20 +77,19 @@ class TerminalDoor:
         try:
             async with run:
                 async for event in run:
-                    kind = type(event)
-                    if kind is TextDelta:
+                    if isinstance(event, TextDelta):
                         await channel.send(event.text)
-                    elif kind is ReasoningDelta and options.show_reasoning:
+                    elif isinstance(event, ReasoningDelta) and options.show_reasoning:
                         await channel.send(event.text)
-                    elif kind is ToolStarted and options.show_tools:
+                    elif isinstance(event, ToolStarted) and options.show_tools:
                         await channel.send(f"[tool {event.name} {_short(event.arguments)}]\n")
-                    elif kind is ToolFinished and options.show_tools:
+                    elif isinstance(event, ToolFinished) and options.show_tools:
                         await channel.send(f"[tool {event.name} -> {_short(event.result)}]\n")
-                    elif kind is RunFinished:
+                    elif isinstance(event, RunFinished):
                         note = " [cancelled]" if event.stop_reason == STOP_CANCELLED else ""
                         await channel.send(note + "\n")
                         return event.text
-                    elif kind is RunFailed:
+                    elif isinstance(event, RunFailed):
                         await channel.send(f"\n[error: {event.error}]\n")
                         return None
         finally:

@@ -27,6 +27,7 @@ from ..events import (
 from ..kernel import Kernel
 from ..port import Message
 
+
 def _short(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -73,34 +74,32 @@ async def run_once(
                 if json_lines:
                     out.write(event_to_json(event) + "\n")
                     out.flush()
-                    kind = type(event)
-                    if kind is RunFailed:
+                    if isinstance(event, RunFailed):
                         code = 1
-                    elif kind is RunFinished and event.stop_reason == STOP_CANCELLED:
+                    elif isinstance(event, RunFinished) and event.stop_reason == STOP_CANCELLED:
                         code = 130
                     continue
-                kind = type(event)
-                if kind is TextDelta:
+                if isinstance(event, TextDelta):
                     out.write(event.text)
                     out.flush()
-                elif kind is ReasoningDelta:
+                elif isinstance(event, ReasoningDelta):
                     if show_reasoning:
                         err.write(event.text)
                         err.flush()
-                elif kind is ToolStarted:
+                elif isinstance(event, ToolStarted):
                     err.write(f"[tool {event.name} {_short(event.arguments)}]\n")
                     err.flush()
-                elif kind is ToolFinished:
+                elif isinstance(event, ToolFinished):
                     mark = "failed" if event.is_error else "->"
                     err.write(f"[tool {event.name} {mark} {_short(event.result)}]\n")
                     err.flush()
-                elif kind is RunFinished:
+                elif isinstance(event, RunFinished):
                     out.write("\n")
                     out.flush()
                     if event.stop_reason == STOP_CANCELLED:
                         print("[cancelled]", file=err)
                         code = 130
-                elif kind is RunFailed:
+                elif isinstance(event, RunFailed):
                     out.write("\n")
                     out.flush()
                     print(f"onedoor: the run failed: {event.error}", file=err)

@@ -67,6 +67,8 @@ class _Connection:
         result = await self.session.call_tool(tool, arguments or {})
         texts = [getattr(c, "text", None) for c in getattr(result, "content", None) or ()]
         structured = getattr(result, "structuredContent", None) or getattr(result, "structured_content", None)
+        if isinstance(structured, dict) and list(structured) == ["result"]:
+            structured = structured["result"]  # the SDKs wrap plain return values
         value: Any = structured if structured is not None else "\n".join(t for t in texts if t is not None)
         if getattr(result, "isError", False) or getattr(result, "is_error", False):
             raise ToolError(value if isinstance(value, str) else str(value))

@@ -150,6 +150,9 @@ class AcpServer:
             await asyncio.wait(waits, timeout=self.ctx.kernel.limits.cancel_grace + 1)
             for w in waits:
                 w.cancel()
+        for session in list(self.sessions.live.values()):
+            if session.mcp is not None:
+                await self._set_mcp(session, None)
         await self.conn.close()
         self.sessions.store.close()
 
@@ -244,26 +247,46 @@ class AcpServer:
             agent_info=Implementation(name="onedoor", title="onedoor", version=version("onedoor")),
         )
 
+    def _uses_tools(self, session: Session) -> bool:
+        return "tools" in self.kernel_for(session.backend).backend.capabilities
+
+    async def _set_mcp(self, session: Session, mcp_servers: Any) -> None:
+        from .editor_mcp import EditorMcp
+
+        if session.mcp is not None:
+            await session.mcp.aclose()
+        session.mcp = EditorMcp(mcp_servers) if mcp_servers else None
+
     def _after_open(self, session: Session, mcp_servers: Any) -> None:
         """After the reply: advertise the slash commands; be honest about MCP servers."""
         names = [getattr(s, "name", "?") for s in (mcp_servers or ())]
 
         async def follow_up() -> None:
             await self.notify(session.id, {"sessionUpdate": "available_commands_update", "availableCommands": commands.COMMANDS})
-            if names:
+            if names and not self._uses_tools(session):
                 await self.notify(session.id, text_chunk(
                     "agent_message_chunk",
-                    f"Note: the editor offered MCP servers ({', '.join(names)}), but onedoor's ACP door does not "
-                    "connect to editor MCP servers yet, so their tools are not available in this session.\n",
+                    f"Note: backend {session.backend!r} cannot use tools, so the editor's MCP servers "
+                    f"({', '.join(names)}) are not connected and their tools are not available in this session.\n",
                 ))
 
         self.transport.after_reply(follow_up)
+
+    async def _editor_tools(self, session: Session, kernel: Any) -> list[Any]:
+        """The editor's MCP tools, for a backend that can use them (connects on first use)."""
+        if session.mcp is None or "tools" not in kernel.backend.capabilities:
+            return []
+        tools = await session.mcp.tools()
+        for note in session.mcp.take_notes():
+            await self.notify(session.id, text_chunk("agent_message_chunk", f"Note: {note}.\n"))
+        return tools
 
     async def new_session(self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any) -> Any:
         from acp.schema import NewSessionResponse
 
         self._check_cwd(cwd)
         session = self.sessions.create(cwd, additional_directories)
+        await self._set_mcp(session, mcp_servers)
         self._after_open(session, mcp_servers)
         return NewSessionResponse(session_id=session.id, config_options=self.config_options(session))
 
@@ -280,6 +303,7 @@ class AcpServer:
         session = self._open(session_id, cwd)
         for update in replay(session.history):
             await self.notify(session.id, update)
+        await self._set_mcp(session, mcp_servers)
         self._after_open(session, mcp_servers)
         return LoadSessionResponse(config_options=self.config_options(session))
 
@@ -287,6 +311,7 @@ class AcpServer:
         from acp.schema import ResumeSessionResponse
 
         session = self._open(session_id, cwd)
+        await self._set_mcp(session, mcp_servers)
         self._after_open(session, mcp_servers)
         return ResumeSessionResponse(config_options=self.config_options(session))
 
@@ -298,6 +323,7 @@ class AcpServer:
             session = self.sessions.fork(session_id, cwd)
         except UnknownSession as exc:
             raise _not_found(exc, session_id) from None
+        await self._set_mcp(session, mcp_servers)
         self._after_open(session, mcp_servers)
         return ForkSessionResponse(session_id=session.id, config_options=self.config_options(session))
 
@@ -306,6 +332,7 @@ class AcpServer:
         if session.turn is not None:
             session.turn.cancel()
         self.sessions.close(session_id)
+        await self._set_mcp(session, None)
         return {}
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> Any:
@@ -362,14 +389,21 @@ class AcpServer:
     async def _run_turn(self, session: Session, text: str) -> Any:
         kernel = self.kernel_for(session.backend)
         turn = Turn(self, session)
-        approver = Approver(turn, asyncio.get_running_loop())
+        session.turn = turn  # from here a second prompt is refused and a cancel applies
         try:
-            run = kernel.run(text, history=session.history, door="acp", extras={"approval": approver})
+            tools = await self._editor_tools(session, kernel)
+            approver = Approver(turn, asyncio.get_running_loop())
+            run = kernel.run(text, history=session.history, tools=tools, door="acp", extras={"approval": approver})
         except RunRefused as exc:
+            session.turn = None
+            turn.done.set()
             code = -32603 if exc.reason == "busy" else -32602
             raise _error(code, f"{'Busy' if exc.reason == 'busy' else 'Invalid params'}: {exc}",
                          {"reason": exc.reason, "retryAfter": exc.retry_after}) from None
-        session.turn = turn
+        except BaseException:
+            session.turn = None
+            turn.done.set()
+            raise
         turn.run = run
         session.history.append({"role": "user", "content": text})
         self.sessions.save(session)  # the prompt is kept even if the process dies mid-turn

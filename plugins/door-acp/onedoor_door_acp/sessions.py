@@ -57,6 +57,7 @@ class Session:
     # In memory only:
     closed: bool = False
     turn: Any = None  # the running Turn, if any
+    mcp: Any = None  # the editor's MCP servers (editor_mcp.EditorMcp), if any
 
 
 class UnknownSession(LookupError):

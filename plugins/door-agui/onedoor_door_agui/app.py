@@ -33,6 +33,7 @@ SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 KEEPALIVE = b": keepalive\n\n"
+MAX_PENDING_FRAMES = 4096  # frames translated but not yet sent before the pump waits
 _REFUSED_STATUS = {"busy": 429, "too_large": 413, "invalid": 422}
 
 
@@ -183,8 +184,36 @@ class AguiApp:
             self.runs.pop(request.run_id, None)
 
     async def _stream(self, run: Any, translator: Translator, receive: Any, send: Send) -> None:
+        """Stream the run. A pump task translates events into SSE frames as they come;
+        this coroutine sends whatever has piled up each time the pump waits for the
+        backend, so a burst of deltas leaves in one write and a slow one leaves at once."""
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        frames: list[bytes] = []
+        ready = asyncio.Event()
+        room = asyncio.Event()
+        room.set()
+        done = False
         sent = 0
+
+        async def pump() -> None:
+            nonlocal done
+            encode = translator.feed_sse
+            try:
+                async with run:
+                    async for event in run:
+                        data = encode(event)
+                        if data:
+                            frames.append(data)
+                            ready.set()
+                            if len(frames) >= MAX_PENDING_FRAMES:  # a slow client: wait for room
+                                room.clear()
+                                await room.wait()
+            except Exception as exc:  # the door itself failed: still end the stream properly
+                frames.append(_encode_all(translator.finish(f"the AG-UI door failed: {type(exc).__name__}: {exc}")))
+            finally:
+                frames.append(_encode_all(translator.finish()))
+                done = True
+                ready.set()
 
         async def watch_disconnect() -> None:
             while True:
@@ -197,31 +226,34 @@ class AguiApp:
             seen = -1
             while True:
                 await asyncio.sleep(interval)
-                if sent == seen:
+                if sent == seen and not done:
                     await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                 seen = sent
 
+        pumping = asyncio.ensure_future(pump())
         helpers = [asyncio.ensure_future(watch_disconnect())]
         if self.options.keepalive > 0:
             helpers.append(asyncio.ensure_future(keepalive(self.options.keepalive)))
-        feed = translator.feed
-        tail: list[dict[str, Any]] = []
         try:
-            async with run:
-                async for event in run:
-                    out = feed(event)
-                    if not out:
-                        continue
-                    body = encode_sse(out[0]) if len(out) == 1 else b"".join(map(encode_sse, out))
+            while True:
+                await ready.wait()
+                ready.clear()
+                if frames:
+                    body = frames[0] if len(frames) == 1 else b"".join(frames)
+                    frames.clear()
+                    room.set()
                     sent += 1
                     await send({"type": "http.response.body", "body": body, "more_body": True})
-        except Exception as exc:  # the door itself failed: still end the stream properly
-            tail = translator.finish(f"the AG-UI door failed: {type(exc).__name__}: {exc}")
+                if done and not frames:
+                    break
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             for task in helpers:
                 task.cancel()
-            tail += translator.finish()
-            try:
-                await send({"type": "http.response.body", "body": b"".join(map(encode_sse, tail)), "more_body": False})
-            except Exception:  # the client is gone
-                pass
+            if not pumping.done():
+                pumping.cancel()
+                await asyncio.gather(pumping, return_exceptions=True)
+
+
+def _encode_all(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(map(encode_sse, events))

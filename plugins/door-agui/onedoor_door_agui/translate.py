@@ -101,7 +101,7 @@ class Translator:
         self.messages: list[dict[str, Any]] = []  # this run's messages, when recording
         self._by_id: dict[str, dict[str, Any]] = {}
         self._parts: dict[str, list[str]] = {}
-        self._content_head: dict[str, Any] | None = None  # prebuilt CONTENT event prefix
+        self._content_head = ""  # the start of a CONTENT frame for the open text message
         self.outcome: dict[str, Any] | None = None  # the terminal event, once sent
 
     # -- ids and recording ----------------------------------------------------------------
@@ -116,6 +116,23 @@ class Translator:
             self._parts[message["id"]] = []
 
     # -- the translation --------------------------------------------------------------------
+    def feed_sse(self, event: Any) -> bytes:
+        """:meth:`feed`, encoded as SSE frames (the same bytes as :func:`encode_sse`).
+
+        The common case, one more delta of an open text message, skips building a dict.
+        """
+        if type(event) is TextDelta and self.text_id is not None and not self.ended:
+            text = event.text
+            if not text:
+                return b""
+            if self.record:
+                self._parts[self.text_id].append(text)
+            return (self._content_head + _dumps(text) + "}\n\n").encode()
+        out = self.feed(event)
+        if len(out) == 1:
+            return encode_sse(out[0])
+        return b"".join(map(encode_sse, out))
+
     def feed(self, event: Any) -> list[dict[str, Any]]:
         """The AG-UI events for one core event (possibly none)."""
         if self.ended:
@@ -132,6 +149,7 @@ class Translator:
             out = self._start() if not self.started else []
             self._close_reasoning(out)
             mid = self.text_id = self.last_assistant = self._new_id()
+            self._content_head = f'data: {{"type":"TEXT_MESSAGE_CONTENT","messageId":{_dumps(mid)},"delta":'
             out.append({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"})
             out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": text})
             if self.record:

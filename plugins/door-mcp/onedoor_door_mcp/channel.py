@@ -32,6 +32,23 @@ def _request_id(data: dict[str, Any]) -> Any:
     return rid
 
 
+def _shape_problem(data: dict[str, Any]) -> str | None:
+    """What makes ``data`` not a JSON-RPC 2.0 message MCP accepts (SDKs are lenient)."""
+    if data.get("jsonrpc") != "2.0":
+        return "'jsonrpc' must be \"2.0\""
+    if "id" in data and _request_id(data) is None:
+        return "'id' must be a string or an integer"
+    if "method" in data:
+        if not isinstance(data["method"], str):
+            return "'method' must be a string"
+        if "params" in data and not isinstance(data["params"], dict):
+            return "'params' must be an object"
+        return None
+    if "id" not in data or ("result" in data) == ("error" in data):
+        return "not a request, a notification or a response"
+    return None
+
+
 def decode(text: str) -> Any:
     """A SessionMessage for the SDK, an error response (str) to send back, or None to drop."""
     try:
@@ -43,6 +60,12 @@ def decode(text: str) -> Any:
     if not isinstance(data, dict):
         return compat.error_response(None, compat.INVALID_REQUEST, "Invalid Request: expected a JSON-RPC object")
     rid = _request_id(data)
+    problem = _shape_problem(data)
+    if problem is not None:
+        if "id" not in data and isinstance(data.get("method"), str):
+            log.warning("dropped an invalid notification: %s", problem)
+            return None  # never answer a notification
+        return compat.error_response(rid, compat.INVALID_REQUEST, f"Invalid Request: {problem}")
     method = data.get("method")
     is_request = "id" in data and isinstance(method, str)
     if is_request and rid is not None and compat.is_unknown_method(method):
