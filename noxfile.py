@@ -77,11 +77,17 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks, each side by side with its baseline; writes bench/out/."""
-    session.install(".", "./examples/backend-echo", *[f"./{p}" for p in _bench_plugins()])
+    """Every benchmark beside its baseline in one run; writes bench/out/ (report.md, results.json, chart.png).
+
+    ``nox -s bench -- --quick`` is the short run CI records; ``-- --only kernel,rest`` picks some.
+    """
+    local = [f"./{p.relative_to(ROOT)}" for p in sorted(ROOT.glob("plugins/*")) + sorted(ROOT.glob("transports/*"))
+             if (p / "pyproject.toml").is_file() and p.name not in BENCH_OWN_ENV]
+    requirements = ROOT / "bench" / "requirements.txt"
+    extra = ["-r", str(requirements)] if requirements.is_file() else []
+    session.install(".", "./examples/backend-echo", "./bench/loadhooks", *local, *extra)
     session.run("python", "bench/run.py", *session.posargs)
 
 
-def _bench_plugins() -> list[str]:
-    wanted = os.environ.get("ONEDOOR_BENCH_PLUGINS", "")
-    return [p for p in wanted.split(",") if p and (ROOT / p).is_dir()]
+# Distributions whose exact pins clash with the rest: their benchmarks install them on their own.
+BENCH_OWN_ENV = {"backend-hermes"}

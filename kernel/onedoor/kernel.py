@@ -112,13 +112,19 @@ class Kernel:
         door: str = "",
         run_id: str | None = None,
         extras: dict[str, Any] | None = None,
+        approver: Callable[[str, str, Any], Any] | None = None,
     ) -> "RunStream":
-        """Start a run; raise :class:`RunRefused` (before any event) if it cannot start."""
+        """Start a run; raise :class:`RunRefused` (before any event) if it cannot start.
+
+        ``message`` may be empty only when the history ends with tool results: the run
+        then continues after the client answered frontend tools. ``approver`` is the
+        door's ``async (call_id, name, arguments) -> bool`` for backends that ask before
+        running a tool (see :class:`onedoor.port.RunContext`); without one, the answer
+        to every such question is no.
+        """
         lim = self.limits
         if not isinstance(message, str):
             raise RunRefused("invalid", "the message must be a string")
-        if not message.strip():
-            raise RunRefused("invalid", "the message is empty")
         if len(message) > lim.max_message_chars:
             raise RunRefused(
                 "too_large", f"the message has {len(message)} characters; the limit is {lim.max_message_chars}"
@@ -127,6 +133,10 @@ class Kernel:
             past = normalize_history(history)
         except ValueError as exc:
             raise RunRefused("invalid", f"bad history: {exc}") from None
+        if not message.strip() and not (past and past[-1].role == "tool"):
+            # An empty message is a continuation only after tool results (a client
+            # answering frontend tools); otherwise there is nothing to answer.
+            raise RunRefused("invalid", "the message is empty")
         total = len(message) + sum(len(m.content) for m in past)
         if total > lim.max_input_chars:
             raise RunRefused(
@@ -146,7 +156,7 @@ class Kernel:
             door=door,
             extras=dict(extras or {}),
         )
-        stream = RunStream(self, message, past, context)
+        stream = RunStream(self, message, past, context, approver)
         self._runs.add(stream)
         return stream
 
@@ -333,8 +343,17 @@ class RunStream:
     cancels, for a consumer that went away and wants no more events.
     """
 
-    def __init__(self, kernel: Kernel, message: str, history: list[Message], context: RunContext) -> None:
+    def __init__(
+        self, kernel: Kernel, message: str, history: list[Message], context: RunContext, approver: Any = None
+    ) -> None:
         self.kernel = kernel
+        self._approver = approver
+        self._approvals_open = 0
+        self._approval_ended = float("-inf")
+        self._door_idle: asyncio.Event | None = None  # set while the door waits for events
+        self._cancel_event: asyncio.Event | None = None
+        if approver is not None:
+            context.approve = self._approve
         self.message = message
         self.history = history
         self.context = context
@@ -370,6 +389,8 @@ class RunStream:
         if self._cancel_requested or self.outcome is not None:
             return
         self._cancel_requested = True
+        if self._cancel_event is not None:
+            self._cancel_event.set()
         self._tell_backend()
         if self._feed is not None:
             self._feed.wake()
@@ -422,7 +443,14 @@ class RunStream:
                             if left <= 0:
                                 raise _Stop(f"backend {kernel.backend.name!r} exceeded the run timeout of {lim.run_timeout:g} s")
                             timeout = min(timeout, left) if timeout else left
-                        if not await feed.wait(timeout):
+                        if self._door_idle is not None:
+                            self._door_idle.set()
+                        got = await feed.wait(timeout)
+                        if self._door_idle is not None:
+                            self._door_idle.clear()
+                        if not got:
+                            if self._approvals_open or time.monotonic() - self._approval_ended < lim.idle_timeout:
+                                continue  # a human is (or was just) being asked: the idle timeout waits
                             if run_deadline is not None and time.monotonic() >= run_deadline:
                                 raise _Stop(f"backend {kernel.backend.name!r} exceeded the run timeout of {lim.run_timeout:g} s")
                             raise _Stop(f"backend {kernel.backend.name!r} sent no event for {lim.idle_timeout:g} s (idle timeout)")
@@ -479,8 +507,52 @@ class RunStream:
             self._finish_bookkeeping(outcome or RunFinished(run_id, contract.text, STOP_CANCELLED))
 
     # -- backend management ------------------------------------------------------------
+    async def _approve(self, call_id: str, name: str, arguments: Any) -> bool:
+        """The kernel's side of an approval: order, idle-timeout pause, cancel = no."""
+        if self._cancel_requested or self._approver is None:
+            return False
+        if self._door_idle is None:
+            self._door_idle = asyncio.Event()
+        if self._cancel_event is None:
+            self._cancel_event = asyncio.Event()
+        self._approvals_open += 1
+        try:
+            # Every event sent before the question reaches the door first.
+            feed = self._feed
+            while feed is not None and (feed.items or not self._door_idle.is_set()) and not self._cancel_requested:
+                waiter = asyncio.ensure_future(self._door_idle.wait())
+                stop = asyncio.ensure_future(self._cancel_event.wait())
+                await asyncio.wait({waiter, stop}, timeout=0.5, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                stop.cancel()
+                if not feed.items and self._door_idle.is_set():
+                    break
+            if self._cancel_requested:
+                return False
+            ask = asyncio.ensure_future(self._approver(call_id, name, arguments))
+            stop = asyncio.ensure_future(self._cancel_event.wait())
+            try:
+                await asyncio.wait({ask, stop}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stop.cancel()
+            if not ask.done():
+                ask.cancel()
+                return False
+            try:
+                return bool(ask.result())
+            except Exception:  # noqa: BLE001 - the door could not ask: the answer is no
+                log.debug("approval request failed", exc_info=True)
+                return False
+        finally:
+            self._approvals_open -= 1
+            self._approval_ended = time.monotonic()
+
     def _start_backend(self) -> None:
         loop = asyncio.get_running_loop()
+        self.context.loop = loop
+        if self._approver is not None:
+            self._door_idle = self._door_idle or asyncio.Event()
+            self._cancel_event = self._cancel_event or asyncio.Event()
         try:
             agent = self._agent = self.kernel.backend.factory()
             method = agent.run

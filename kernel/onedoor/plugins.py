@@ -127,14 +127,26 @@ def load(kind: str, name: str) -> Any:
     def on_failure(_manager: Any, entrypoint: Any, exc: BaseException) -> None:
         failures.append(exc)
 
+    def ignore_missing(_names: Any) -> None:
+        pass  # reported below as "not installed", with a hint
+
     try:
-        manager = DriverManager(
-            namespace=GROUPS[kind],
-            name=name,
-            invoke_on_load=False,
-            on_load_failure_callback=on_failure,
-            warn_on_missing_entrypoint=False,
-        )
+        try:
+            manager = DriverManager(
+                namespace=GROUPS[kind],
+                name=name,
+                invoke_on_load=False,
+                on_load_failure_callback=on_failure,
+                on_missing_entrypoints_callback=ignore_missing,
+            )
+        except TypeError:  # stevedore before 5.5 knows only the older flag
+            manager = DriverManager(
+                namespace=GROUPS[kind],
+                name=name,
+                invoke_on_load=False,
+                on_load_failure_callback=on_failure,
+                warn_on_missing_entrypoint=False,
+            )
         obj = manager.driver
     except NoMatches:
         if failures:

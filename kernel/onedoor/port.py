@@ -126,17 +126,51 @@ class CancelToken:
 
 @dataclass(slots=True)
 class RunContext:
-    """Per-run context the kernel hands to backends that accept ``context``."""
+    """Per-run context the kernel hands to backends that accept ``context``.
+
+    Approvals: a backend that wants a human's consent before a tool runs calls
+    ``await context.request_approval(call_id, name, arguments)`` (async backends) or
+    ``context.request_approval_sync(...)`` (sync backends, from their worker thread)
+    BEFORE it emits ToolStarted for the call. The door asks its user (ACP:
+    session/request_permission). The answer is False when the door cannot ask, the user
+    rejects, or the run is cancelled meanwhile. While the question is open the idle
+    timeout is paused, and every event sent before the question reaches the door first.
+    """
 
     run_id: str
     cancel: CancelToken
     tools: tuple[ToolSpec, ...] = ()
     door: str = ""
     extras: dict[str, Any] = field(default_factory=dict)
+    approve: Any = None  # set by the kernel: async (call_id, name, arguments) -> bool
+    loop: Any = None  # the event loop the run's door lives on
 
     @property
     def cancelled(self) -> bool:
         return self.cancel.cancelled
+
+    async def request_approval(self, call_id: str, name: str, arguments: Any = None) -> bool:
+        if self.approve is None or self.cancel.cancelled:
+            return False
+        return bool(await self.approve(call_id, name, arguments))
+
+    def request_approval_sync(self, call_id: str, name: str, arguments: Any = None) -> bool:
+        """From a sync backend's worker thread; blocks until answered or cancelled."""
+        import asyncio
+        import concurrent.futures
+
+        if self.approve is None or self.loop is None or self.cancel.cancelled:
+            return False
+        future = asyncio.run_coroutine_threadsafe(self.request_approval(call_id, name, arguments), self.loop)
+        while True:
+            try:
+                return bool(future.result(timeout=0.25))
+            except concurrent.futures.TimeoutError:
+                if self.cancel.cancelled or self.loop.is_closed():
+                    future.cancel()
+                    return False
+            except Exception:  # noqa: BLE001 - the door failed to ask: the answer is no
+                return False
 
     def client_tool(self, name: str) -> ToolSpec | None:
         for tool in self.tools:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .composition import ServeContext
 
 DEFAULT_BACKEND = "scripted"
-DEFAULT_HTTP_DOORS = ("rest", "agui", "mcp")
+DEFAULT_HTTP_DOORS = ("agui", "rest", "mcp")  # the chat page first: `/` leads to it
 
 
 @dataclass

@@ -15,7 +15,6 @@ from onedoor.events import (
 )
 from onedoor.port import ToolSpec
 from onedoor.testing import check_backend, collect, kernel_for_agent
-
 from onedoor_backend_pydantic_ai import PydanticAIOptions, pydantic_ai_backend
 
 ADD = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}
@@ -197,3 +196,21 @@ async def test_two_concurrent_runs_do_not_mix(server):
     a, b = await asyncio.gather(collect(kernel, "/slow 0.01 alpha one"), collect(kernel, "/slow 0.01 beta two"))
     assert a[-1].text == "".join(texts(a)) == "You said: alpha one (turn 1)"
     assert b[-1].text == "".join(texts(b)) == "You said: beta two (turn 1)"
+
+
+async def test_plain_model_string_uses_pydantic_ais_own_provider(server, monkeypatch):
+    """`-o model=openai:NAME` without base_url: pydantic-ai builds the provider (here via OPENAI_BASE_URL)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    opts = PydanticAIOptions(model="openai-chat:fake-model")
+    kernel = kernel_for_agent(lambda: pydantic_ai_backend(opts), "pydantic-ai")
+    events = await collect(kernel, "hi")
+    assert events[-1].text == "You said: hi (turn 1)"
+    async with kernel.run("/slow 0.05 /long 400") as run:
+        async for event in run:
+            if isinstance(event, TextDelta):
+                run.cancel()
+    assert run.outcome.stop_reason == "cancelled"
+    request = server.chat_requests()[-1]
+    assert await asyncio.to_thread(server.wait_for, lambda: request.disconnected, 15)
+    assert request.headers["authorization"] == "Bearer sk-env"

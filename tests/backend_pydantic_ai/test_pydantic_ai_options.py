@@ -12,7 +12,6 @@ import pytest
 from onedoor.errors import OptionsError
 from onedoor.options import parse_options, redacted
 from onedoor.serve import kernel_for
-
 from onedoor_backend_pydantic_ai import PydanticAIOptions, pydantic_ai_backend
 
 
@@ -129,7 +128,7 @@ def test_agent_from_module_attribute(server, tmp_path, monkeypatch):
     from onedoor.testing import check_backend
 
     for target in ("my_pa_agent_mod:agent", "my_pa_agent_mod:build"):
-        report = check_backend(lambda: pydantic_ai_backend(PydanticAIOptions(agent=target)), "hi")
+        report = check_backend(lambda t=target: pydantic_ai_backend(PydanticAIOptions(agent=t)), "hi")
         assert report.ok, report.problems
         assert report.outcome.text == "You said: hi (turn 1)"
     with pytest.raises(OptionsError, match="is int, not a pydantic-ai Agent"):

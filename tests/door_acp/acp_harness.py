@@ -7,13 +7,10 @@ import asyncio
 import contextlib
 import importlib.util
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from onedoor.composition import ChannelClosed, ServeContext
 
@@ -138,7 +135,6 @@ class DoorHarness:
 
     async def __aenter__(self) -> "DoorHarness":
         from acp import connect_to_agent
-
         from onedoor_door_acp.server import serve_acp
 
         ctx = ServeContext(kernel=self.kernel, options={"acp": self.options}, door_names=["acp"], transport_name="memory")

@@ -1,8 +1,9 @@
 """A test backend that asks for approval before its tool runs, and a launcher that
 serves it through the ACP door on stdio (for the TypeScript client test).
 
-The scripted backend has no approval step; this one uses the door's approval carrier
-(``RunContext.extras["approval"]``). ``python approval_agent.py [sync|async]``.
+The scripted backend has no approval step; this one asks through the kernel's port
+(``context.request_approval`` / ``request_approval_sync``). ``python approval_agent.py [sync|async|noisy]``
+(``noisy``: a backend that writes to stdout, to show the protocol stream stays clean).
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ class AsyncApprovalAgent:
         yield RunStarted(run_id)
         yield TextDelta(INTRO)
         call_id = f"call_{run_id[:8]}_write"
-        approver = context.extras.get("approval")
-        allowed = approver is not None and await approver.request(call_id, "write_file", _args(message))
+        allowed = await context.request_approval(call_id, "write_file", _args(message))
         if allowed:
             yield ToolStarted(call_id, "write_file", _args(message))
             yield ToolFinished(call_id, "write_file", {"written": len(message)})
@@ -35,14 +35,28 @@ class AsyncApprovalAgent:
         yield RunFinished(run_id, INTRO + text)
 
 
+class NoisyAgent:
+    """Writes to stdout from Python, from C-level fd 1 and from a child process."""
+
+    def run(self, message: str, *, history: Any = None, context: Any = None) -> Any:
+        import os
+        import subprocess
+
+        print("noise from print()")
+        os.write(1, b"noise on fd 1\n")
+        subprocess.run(["echo", "noise from a child process"], check=False)
+        yield RunStarted(context.run_id)
+        yield TextDelta("quiet reply")
+        yield RunFinished(context.run_id, "quiet reply")
+
+
 class SyncApprovalAgent:
     def run(self, message: str, *, history: Any = None, context: Any = None) -> Any:
         run_id = context.run_id
         yield RunStarted(run_id)
         yield TextDelta(INTRO)
         call_id = f"call_{run_id[:8]}_write"
-        approver = context.extras.get("approval")
-        allowed = approver is not None and approver.request_sync(call_id, "write_file", _args(message))
+        allowed = context.request_approval_sync(call_id, "write_file", _args(message))
         if allowed:
             yield ToolStarted(call_id, "write_file", _args(message))
             yield ToolFinished(call_id, "write_file", {"written": len(message)})
@@ -57,7 +71,8 @@ def main() -> int:
     from onedoor.kernel import Backend, Kernel
     from onedoor_door_acp.door import AcpDoor, AcpOptions
 
-    factory = SyncApprovalAgent if sys.argv[1:2] == ["sync"] else AsyncApprovalAgent
+    factories = {"sync": SyncApprovalAgent, "async": AsyncApprovalAgent, "noisy": NoisyAgent}
+    factory = factories[sys.argv[1] if len(sys.argv) > 1 else "async"]
     transport = StdioTransport()
     transport.prepare(None)
     door = AcpDoor()

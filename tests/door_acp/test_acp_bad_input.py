@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from acp_harness import MemoryChannel  # type: ignore[import-not-found]
-
 from onedoor.composition import MessageTooLarge, ServeContext
 from onedoor.testing import scripted_kernel
 
@@ -49,11 +48,13 @@ class RawDoor:
                 return msg
         raise AssertionError("no response")
 
-    async def call(self, method: str, params: Any, request_id: int) -> dict[str, Any]:
+    async def call(self, method: str, params: Any, request_id: Any) -> dict[str, Any]:
         await self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        msg = await self.reply()
-        assert msg["id"] == request_id
-        return msg
+        for _ in range(100):  # skip replies to earlier (bad) messages
+            msg = await self.reply()
+            if msg.get("id") == request_id:
+                return msg
+        raise AssertionError(f"no reply to {request_id!r}")
 
 
 class TooLargeChannel(MemoryChannel):
@@ -172,3 +173,44 @@ async def test_an_oversized_message_is_refused_and_the_door_reads_on(data_dir: P
     assert ok["result"]["protocolVersion"] == 1
     await channel.inbox.put(None)
     await asyncio.wait_for(task, 10)
+
+
+def test_fuzzed_messages_never_break_the_door(data_dir: Path) -> None:
+    """Any JSON value, as a message, gets at most error replies; the door keeps serving."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+    methods = st.sampled_from(["initialize", "session/new", "session/load", "session/prompt", "session/cancel",
+                               "session/list", "session/set_config_option", "session/close", "session/fork", "x/y"])
+    messages = values | st.fixed_dictionaries(
+        {"jsonrpc": st.just("2.0"), "method": methods, "params": values},
+        optional={"id": st.integers(0, 10**6) | st.text(max_size=5)},
+    )
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(batch=st.lists(messages, min_size=1, max_size=4))
+    def check(batch: list[Any]) -> None:
+        async def scenario() -> None:
+            async with RawDoor(data_dir) as door:
+                for message in batch:
+                    await door.send(json.dumps(message))
+                ok = await door.call("initialize", {"protocolVersion": 1}, "final-check")
+                assert ok["result"]["protocolVersion"] == 1
+
+        asyncio.run(scenario())
+
+    check()
+
+
+async def test_cancel_request_notification_cancels_a_running_prompt(data_dir: Path) -> None:
+    """The TypeScript SDK cancels an aborted request with $/cancel_request."""
+    async with RawDoor(data_dir) as door:
+        sid = (await door.call("session/new", {"cwd": "/tmp", "mcpServers": []}, 1))["result"]["sessionId"]
+        await door.send({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                         "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/hang on"}]}})
+        await door.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 999}})  # unknown: ignored
+        await door.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}})
+        reply = await door.reply()
+        assert reply["id"] == 2 and reply["result"]["stopReason"] == "cancelled"

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from acp_harness import DoorHarness, load_approval_module  # type: ignore[import-not-found]
-
 from acp import RequestError, text_block
+from acp_harness import DoorHarness, load_approval_module  # type: ignore[import-not-found]
 from onedoor.kernel import Backend, Kernel
 from onedoor.testing import scripted_kernel
 
@@ -380,3 +379,35 @@ async def test_a_backend_without_tools_says_so_for_editor_mcp_servers(data_dir: 
         await door.recorder.wait_for(lambda: "agent_message_chunk" in door.recorder.kinds(response.session_id))
         text = door.recorder.text()
         assert "'scripted' cannot use tools" in text and "files" in text
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+async def test_editor_disconnect_while_a_permission_request_is_pending(data_dir: Path, mode: str) -> None:
+    module = load_approval_module()
+    factory = module.SyncApprovalAgent if mode == "sync" else module.AsyncApprovalAgent
+    kernel = Kernel(Backend("approver", factory))
+    async with DoorHarness(kernel, data_dir) as door:
+        sid = await door.new_session()
+        door.recorder.hold_permission = asyncio.Event()  # the editor never answers
+        prompt = asyncio.create_task(door.prompt(sid, "hello"))
+        await asyncio.wait_for(door.recorder.permission_asked.wait(), 15)
+        await door.disconnect()
+        assert kernel.active_runs == 0
+        prompt.cancel()
+        await asyncio.gather(prompt, return_exceptions=True)
+    async with DoorHarness(kernel, data_dir) as door:  # the turn was saved, rejection included
+        await door.conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
+        assert door.recorder.text("user_message_chunk") == "hello"
+        statuses = [u.get("status") for s, u in door.recorder.updates if u["sessionUpdate"].startswith("tool_call")]
+        assert statuses == ["in_progress", "failed"]
+
+
+async def test_permissions_allow_option_approves_without_asking(data_dir: Path) -> None:
+    module = load_approval_module()
+    async with DoorHarness(Kernel(Backend("approver", module.AsyncApprovalAgent)), data_dir, permissions="allow") as door:
+        sid = await door.new_session()
+        await door.prompt(sid, "hello")
+        assert door.recorder.permission_requests == []
+        assert door.recorder.text() == "I will write the file. Done."
+        statuses = [u.get("status") for s, u in door.recorder.updates if u["sessionUpdate"].startswith("tool_call")]
+        assert statuses == ["pending", "in_progress", "completed"]

@@ -6,15 +6,15 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_harness import Recorder, onedoor_command  # type: ignore[import-not-found]
-
 from acp import spawn_agent_process, text_block
+from acp_harness import HERE, Recorder, onedoor_command  # type: ignore[import-not-found]
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -111,6 +111,16 @@ async def test_killed_agent_loses_nothing_a_new_process_loads_the_history(agent_
     await _rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
                       "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/hang and then you die"}]}})
     await _read_until(proc, lambda m: m.get("params", {}).get("update", {}).get("sessionUpdate") == "agent_thought_chunk", seen)
+    # the running turn's progress reaches the database (checkpoints) before the crash
+    db = Path(agent_env["ONEDOOR_DATA_DIR"]) / "acp-sessions.sqlite3"
+    for _ in range(400):
+        with sqlite3.connect(db) as conn_db:
+            row = conn_db.execute("SELECT history FROM sessions WHERE id = ?", (sid,)).fetchone()
+        if row and "this is turn 2" in row[0]:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the running turn was never checkpointed")
     proc.send_signal(signal.SIGKILL)
     await asyncio.wait_for(proc.wait(), 30)
 
@@ -123,6 +133,7 @@ async def test_killed_agent_loses_nothing_a_new_process_loads_the_history(agent_
         await conn.load_session(cwd="/tmp/proj", session_id=sid, mcp_servers=[])
         assert rec.text("user_message_chunk") == "remember the blue door/hang and then you die"
         assert rec.text() == first_reply
+        assert "this is turn 2" in rec.text("agent_thought_chunk")  # partial turn, saved before the kill
         assert "tool_call" in rec.kinds()
         rec.updates.clear()
         response = await conn.prompt(session_id=sid, prompt=[text_block("still there?")])
@@ -162,3 +173,21 @@ def test_data_dir_env_is_honoured(agent_env: dict[str, str], data_dir: Path) -> 
     assert out.returncode == 0, out.stderr
     assert (other / "acp-sessions.sqlite3").exists()
     assert os.path.getsize(other / "acp-sessions.sqlite3") > 0
+
+
+async def test_a_backend_writing_to_stdout_cannot_corrupt_the_protocol(agent_env: dict[str, str]) -> None:
+    proc = await _start([sys.executable, str(HERE / "approval_agent.py"), "noisy"], agent_env)
+    seen: list[dict[str, Any]] = []
+    try:
+        await _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})
+        sid = (await _read_until(proc, lambda m: m.get("id") == 1, seen))["result"]["sessionId"]
+        await _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                          "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}})
+        reply = await _read_until(proc, lambda m: m.get("id") == 2, seen)  # every stdout line parsed as JSON
+        assert reply["result"]["stopReason"] == "end_turn"
+    finally:
+        proc.stdin.close()  # type: ignore[union-attr]
+        await asyncio.wait_for(proc.wait(), 30)
+    assert proc.stderr is not None
+    noise = (await proc.stderr.read()).decode()
+    assert "noise from print()" in noise and "noise on fd 1" in noise and "noise from a child process" in noise

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-
+from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.composition import ServeContext
 from onedoor.kernel import Backend, Kernel, Limits
-from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor_door_agui import AguiDoor, AguiOptions
 from onedoor_transport_http import HttpOptions
 from onedoor_transport_http.testing import ThreadedServer

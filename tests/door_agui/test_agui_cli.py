@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 
 import httpx
 from agui_helpers import TOKEN, parse_sse, run_input
-
 from onedoor_transport_http.testing import start_server
 
 
@@ -65,3 +65,31 @@ def test_pending_tool_outcome_over_the_real_cli_server():
         assert events[-1]["outcome"]["type"] == "success"
         assert len(events[-1]["outcome"]["pendingToolCallIds"]) == 1
         assert json.loads(next(e for e in events if e["type"] == "TOOL_CALL_ARGS")["delta"]) == {"a": 1}
+
+
+def test_ctrl_c_ends_open_streams_with_the_cancelled_outcome():
+    server = start_server(["--door", "agui", "-b", "scripted"])
+    try:
+        with httpx.Client(timeout=30) as client:
+            with client.stream("POST", f"{server.base_url}/agui/", json=run_input("/hang")) as response:
+                chunks = response.iter_text()
+                body = next(chunks)
+                assert "RUN_STARTED" in body
+                server.proc.send_signal(signal.SIGINT)
+                body += "".join(chunks)
+        events = parse_sse(body)
+        assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["outcome"] == {"type": "cancelled"}
+    finally:
+        assert server.stop() in (0, 130)
+
+
+def test_the_door_refuses_a_transport_it_cannot_use():
+    out = subprocess.run(
+        [sys.executable, "-m", "onedoor", "serve", "--door", "agui", "--transport", "stdio"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode != 0
+    assert "agui" in out.stderr and "http" in out.stderr, out.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from onedoor.port import Message, ToolCall
 from onedoor_door_agui.convert import CONTINUE_PROMPT, InputError, build_request
 

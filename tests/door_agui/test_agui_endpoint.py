@@ -10,7 +10,6 @@ import httpx
 import pytest
 from ag_ui_validate.pytest_plugin import validate_agui
 from agui_helpers import TOKEN, agui_server, parse_sse, run_input
-
 from onedoor.kernel import Limits
 from onedoor_door_agui import AguiOptions
 
@@ -301,3 +300,39 @@ def test_concurrent_runs_stay_separate():
         for i, events in results.items():
             assert_valid(events)
             assert text_of(events) == f"You said: number {i} (2 words, turn 1)"
+
+
+async def test_a_stream_cut_short_by_its_task_still_ends_with_one_terminal_event():
+    """The door's ASGI task cancelled mid-run (e.g. a forced server shutdown)."""
+    import asyncio
+
+    from onedoor.testing import scripted_kernel
+    from onedoor_door_agui.app import AguiApp
+
+    kernel = scripted_kernel(delay=0.01)
+    app = AguiApp(kernel, AguiOptions(keepalive=0))
+    body = json.dumps(run_input("/long 1000 go")).encode()
+    sent: list[dict] = []
+    requests = [{"type": "http.request", "body": body, "more_body": False}]
+    got_content = asyncio.Event()
+
+    async def receive():
+        if requests:
+            return requests.pop()
+        await asyncio.Event().wait()
+
+    async def send(message):
+        sent.append(message)
+        if b"TEXT_MESSAGE_CONTENT" in message.get("body", b""):
+            got_content.set()
+
+    scope = {"type": "http", "method": "POST", "path": "/agui/", "root_path": "/agui", "headers": []}
+    task = asyncio.ensure_future(app(scope, receive, send))
+    await asyncio.wait_for(got_content.wait(), 10)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert sent[-1]["more_body"] is False
+    events = parse_sse(b"".join(m.get("body", b"") for m in sent[1:]).decode())
+    assert_valid(events)
+    assert events[-1]["outcome"] == {"type": "cancelled"}
+    assert kernel.active_runs == 0

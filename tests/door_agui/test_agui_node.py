@@ -7,7 +7,6 @@ import subprocess
 
 import pytest
 from agui_helpers import JS, TOKEN, node_or_skip
-
 from onedoor_transport_http.testing import start_server
 
 

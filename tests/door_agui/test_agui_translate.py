@@ -9,8 +9,6 @@ from ag_ui.core import Event as AguiEvent
 from ag_ui_validate.pytest_plugin import validate_agui
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import TypeAdapter
-
 from onedoor.events import (
     ReasoningDelta,
     RunFailed,
@@ -21,6 +19,7 @@ from onedoor.events import (
     ToolStarted,
 )
 from onedoor_door_agui.translate import PROTOCOL_VERSION, Translator, encode_sse, translate
+from pydantic import TypeAdapter
 
 EVENT = TypeAdapter(AguiEvent)
 TERMINAL = {"RUN_FINISHED", "RUN_ERROR"}

@@ -110,6 +110,21 @@ def http_server(tmp_path: Path, outcomes: Outcomes) -> Any:
     server.stop()
 
 
+@pytest.fixture
+def start_http_server(tmp_path: Path, outcomes: Outcomes) -> Any:
+    """Start servers with extra arguments; all are stopped at the end of the test."""
+    started: list[HttpServer] = []
+
+    def start(*extra: str) -> HttpServer:
+        server = start_http(tmp_path, *extra, env=outcomes.env)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
 # -- the Python SDK client, 1.x or 2.x --------------------------------------------------------
 
 
@@ -130,19 +145,11 @@ async def http_session(url: str, headers: dict[str, str] | None = None) -> Async
     from mcp import ClientSession
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    if MCP_MAJOR >= 2:
-        from mcp.client.streamable_http import streamable_http_client
+    from mcp.client.streamable_http import streamable_http_client
 
-        async with create_mcp_http_client(headers=headers) as client:
-            async with streamable_http_client(url, http_client=client) as streams:
-                async with ClientSession(streams[0], streams[1]) as session:
-                    await session.initialize()
-                    yield session
-    else:
-        from mcp.client.streamable_http import streamablehttp_client
-
-        async with streamablehttp_client(url, headers=headers) as (read, write, _sid):
-            async with ClientSession(read, write) as session:
+    async with create_mcp_http_client(headers=headers) as client:
+        async with streamable_http_client(url, http_client=client) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
                 await session.initialize()
                 yield session
 

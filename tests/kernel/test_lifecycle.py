@@ -287,3 +287,16 @@ async def test_a_run_never_iterated_releases_its_slot_on_close():
     await run.aclose()
     assert kernel.active_runs == 0
     await collect(kernel, "next")
+
+
+async def test_an_empty_message_continues_after_tool_results():
+    kernel = scripted_kernel()
+    history = [
+        {"role": "user", "content": "/call pick_color {}"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "pick_color", "arguments": {}}]},
+        {"role": "tool", "content": "blue", "tool_call_id": "c1"},
+    ]
+    out = await collect(kernel, "", history=history)
+    assert out[-1].text == "The tool returned: blue"
+    with pytest.raises(RunRefused):
+        kernel.run("", history=history[:1])

@@ -29,6 +29,7 @@ from onedoor.events import (
 )
 from onedoor.port import CancelToken, Message, RunContext
 
+from .embed import prints_to_stderr
 from .options import HermesOptions
 
 _END = object()
@@ -72,6 +73,7 @@ class HermesAgent:
         self._hermes: Any = None
         self._interrupted = False
         self._lock = threading.Lock()
+        self._last_call: tuple[str, str] = ("", "")
 
     def cancel(self) -> None:
         self.token.cancel()
@@ -83,6 +85,22 @@ class HermesAgent:
             self._interrupted = True
         if hermes is not None and first:
             hermes.interrupt()
+
+    def _started(self, events: "queue.SimpleQueue[Any]", call_id: Any, name: str, args: Any) -> None:
+        self._last_call = (str(call_id), name)
+        events.put(("start", call_id, name, args))
+
+    def _approval(self, context: RunContext | None) -> Any:
+        """hermes' approval callback (dangerous commands): ask the door, through the kernel."""
+
+        def approve(command: str, description: str, **_options: Any) -> str:
+            call_id, name = self._last_call
+            if context is None:
+                return "deny"
+            arguments = {"command": command, "description": description}
+            return "once" if context.request_approval_sync(call_id, name, arguments) else "deny"
+
+        return approve
 
     def _build(self, events: "queue.SimpleQueue[Any]") -> Any:
         from .embed import build_agent
@@ -100,7 +118,7 @@ class HermesAgent:
             "ephemeral_system_prompt": o.system_prompt or None,
             "stream_delta_callback": lambda text: events.put(("text", text)),
             "reasoning_callback": lambda text: events.put(("reasoning", text)),
-            "tool_start_callback": lambda call_id, name, args: events.put(("start", call_id, name, args)),
+            "tool_start_callback": lambda call_id, name, args: self._started(events, call_id, name, args),
             "tool_complete_callback": lambda call_id, name, args, result: events.put(("done", call_id, name, result)),
         }
         if o.base_url:
@@ -123,9 +141,13 @@ class HermesAgent:
         outcome: dict[str, Any] = {}
         past = to_hermes_history(history or ())
 
+        approve = self._approval(context)
+
         def converse() -> None:
             try:
-                outcome["result"] = hermes.run_conversation(message, conversation_history=past)
+                _set_approval_callback(approve)  # per thread in hermes; its tool threads inherit it
+                with prints_to_stderr():
+                    outcome["result"] = hermes.run_conversation(message, conversation_history=past)
             except BaseException as exc:  # noqa: BLE001 - reported as RunFailed
                 outcome["error"] = exc
             finally:
@@ -145,8 +167,7 @@ class HermesAgent:
                     continue
                 if item is _END:
                     break
-                for event in self._map(item, parts, open_tools):
-                    yield event
+                yield from self._map(item, parts, open_tools)
         finally:
             if thread.is_alive():  # closed early (kernel cancel): stop hermes and wait for it
                 self._interrupt()
@@ -170,7 +191,7 @@ class HermesAgent:
             parts.append(final)  # the model did not stream
             yield TextDelta(final)
         reason = str(result.get("turn_exit_reason") or "")
-        stop = STOP_MAX_TURNS if "iteration" in reason or "max_turn" in reason else "end_turn"
+        stop = STOP_MAX_TURNS if reason == "budget_exhausted" or "max_iterations" in reason else "end_turn"
         yield RunFinished(run_id, "".join(parts), stop)
 
     def _map(self, item: tuple, parts: list[str], open_tools: dict[str, str]) -> Iterator[Event]:
@@ -199,6 +220,19 @@ class HermesAgent:
                 open_tools.pop(call_id)
                 is_error = isinstance(result, str) and result.startswith(("Error", "error:"))
                 yield ToolFinished(call_id, name, _result_value(result), is_error)
+
+
+def _set_approval_callback(callback: Any) -> None:
+    """Route hermes' approval prompts on this thread to ``callback``.
+
+    Without a human in the loop hermes approves dangerous commands itself (fail-open);
+    marking the thread interactive makes it ask, and the callback asks the door.
+    """
+    from tools.approval import set_hermes_interactive_context
+    from tools.terminal_tool import set_approval_callback
+
+    set_approval_callback(callback)
+    set_hermes_interactive_context(True)
 
 
 def _close(hermes: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,6 +71,53 @@ def load_aiagent(home: str, context_length: int) -> Any:
         with host_logging_kept():
             from run_agent import AIAgent
         return AIAgent
+
+
+class _StdoutGuard:
+    """sys.stdout stand-in: writes from hermes' threads go to stderr, the rest pass through.
+
+    hermes has bare ``print()`` calls (e.g. when it reaches max_iterations); the door's
+    stdout must carry only the door's output.
+    """
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.threads: set[int] = set()
+
+    def _target(self) -> Any:
+        return (sys.stderr or self._real) if threading.get_ident() in self.threads else self._real
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def writelines(self, lines: Any) -> None:
+        self._target().writelines(lines)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+_guard: _StdoutGuard | None = None
+
+
+@contextmanager
+def prints_to_stderr() -> Iterator[None]:
+    """While this thread runs hermes, its prints go to stderr instead of stdout."""
+    global _guard
+    with _lock:
+        if _guard is None or sys.stdout is not _guard:
+            _guard = _StdoutGuard(sys.stdout)
+            sys.stdout = _guard
+        guard = _guard
+    ident = threading.get_ident()
+    guard.threads.add(ident)
+    try:
+        yield
+    finally:
+        guard.threads.discard(ident)
 
 
 def build_agent(home: str, context_length: int, **kwargs: Any) -> Any:

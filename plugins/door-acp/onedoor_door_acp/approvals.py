@@ -1,18 +1,17 @@
 """Tool approvals: a backend asks before a tool runs, the door asks the editor.
 
-The kernel's port has no approval hook yet, so the door hands backends an
-:class:`Approver` in ``RunContext.extras["approval"]``. A backend calls it BEFORE it
-emits ``ToolStarted`` for the call::
+A backend asks through the kernel's port BEFORE it emits ``ToolStarted`` for the call::
 
-    approver = context.extras.get("approval")
-    if approver is not None and not await approver.request(call_id, "write_file", args):
+    if not await context.request_approval(call_id, "write_file", args):
         ...  # rejected (or the turn was cancelled): do not run the tool
-    # sync backends (worker thread): approver.request_sync(call_id, name, args)
+    # sync backends (worker thread): context.request_approval_sync(call_id, name, args)
 
-The door shows the call (``tool_call``, status pending), sends
-``session/request_permission`` with allow once / allow always / reject once / reject
-always, and remembers the "always" answers in the session's settings. A cancel while
-the question is open ends the wait: the answer is "no".
+The kernel delivers every event sent before the question to the door first, pauses the
+idle timeout while the question is open, and answers no on cancel. The door (``Turn``
+passes ``approver=turn.ask_permission`` to ``kernel.run``) shows the call (``tool_call``,
+status pending), sends ``session/request_permission`` with allow once / allow always /
+reject once / reject always, and remembers the "always" answers in the session's
+settings. A cancel while the question is open ends the wait: the answer is "no".
 """
 
 from __future__ import annotations
@@ -31,32 +30,6 @@ OPTIONS = [
 REJECTED = "The user rejected this tool call."
 
 
-class Approver:
-    """One turn's approval channel to the editor."""
-
-    def __init__(self, turn: Any, loop: asyncio.AbstractEventLoop) -> None:
-        self.turn = turn
-        self.loop = loop
-
-    async def request(self, call_id: str, name: str, arguments: Any = None) -> bool:
-        """True if the tool may run; False if the user rejected it or the turn was cancelled."""
-        return await self.turn.ask_permission(call_id, name, arguments)
-
-    def request_sync(self, call_id: str, name: str, arguments: Any = None) -> bool:
-        """The same, from a sync backend's worker thread."""
-        future = asyncio.run_coroutine_threadsafe(self.request(call_id, name, arguments), self.loop)
-        while True:
-            try:
-                return future.result(timeout=0.5)
-            except TimeoutError:
-                if self.loop.is_closed():
-                    return False
-            except Exception:  # noqa: BLE001 - the loop went away or the request failed
-                return False
-
-    __call__ = request
-
-
 def _retrieve(future: asyncio.Future) -> None:
     if not future.cancelled():
         future.exception()
@@ -69,7 +42,6 @@ async def ask_editor(turn: Any, call_id: str, name: str, arguments: Any) -> bool
     if turn.door.options.permissions == "allow" or name in settings.get("always_allow", ()):
         turn.approved.add(call_id)
         return True
-    await turn.catch_up()
     await turn.notify(tool_start(call_id, name, arguments))
     turn.announced.add(call_id)
     if name in settings.get("always_reject", ()):

@@ -9,6 +9,10 @@ the connection only ever sees well-formed JSON-RPC:
 * JSON that is not a JSON-RPC message -> -32600 Invalid request (with its id if usable)
 * a message over the transport limit  -> -32600 Invalid request (id null)
 
+Notifications other than ``session/cancel`` are dropped here (JSON-RPC gives them no
+reply), except ``$/cancel_request`` (the TypeScript SDK's request cancellation), which
+goes to :attr:`ChannelTransport.on_cancel_request`.
+
 Replies that must follow a response (ACP: ``available_commands_update`` after the
 ``session/new`` reply) are registered with :meth:`after_reply`; the id of the request
 being handled is known through :data:`REQUEST_ID`, a context variable set when the
@@ -65,8 +69,10 @@ def check_message(msg: Any) -> str | None:
 class ChannelTransport:
     """An ``acp`` message transport over a onedoor channel."""
 
-    def __init__(self, channel: Any) -> None:
+    def __init__(self, channel: Any, notifications: frozenset[str] = frozenset({"session/cancel"})) -> None:
         self.channel = channel
+        self.notifications = notifications  # the others are dropped here (JSON-RPC: no reply)
+        self.on_cancel_request: Callable[[Any], None] | None = None  # "$/cancel_request" goes here
         self.closed = False
         self._after: dict[Any, list[Callable[[], Awaitable[None]]]] = {}
 
@@ -93,6 +99,14 @@ class ChannelTransport:
                 await self._send_quietly(_error(id_, -32600, "Invalid request", {"details": problem}))
                 continue
             if "method" in msg:
+                if "id" not in msg and msg["method"] == "$/cancel_request":
+                    params = msg.get("params")
+                    if self.on_cancel_request is not None and isinstance(params, dict):
+                        self.on_cancel_request(params.get("requestId"))
+                    continue
+                if "id" not in msg and msg["method"] not in self.notifications:
+                    log.debug("ignoring notification %r", msg["method"])
+                    continue
                 if msg.get("params") is None:
                     msg["params"] = {}
                 elif isinstance(msg["params"], list):

@@ -78,7 +78,7 @@ class _Connection:
         self.stop.set()
         try:
             await asyncio.wait_for(asyncio.shield(self.task), 5)
-        except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+        except (TimeoutError, Exception):  # noqa: BLE001
             self.task.cancel()
 
 

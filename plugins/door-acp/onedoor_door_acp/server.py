@@ -26,8 +26,8 @@ from onedoor.events import (
 )
 
 from . import commands
-from .approvals import REJECTED, Approver, ask_editor
-from .bridge import ChannelTransport
+from .approvals import REJECTED, ask_editor
+from .bridge import REQUEST_ID, ChannelTransport
 from .sessions import DB_NAME, Session, SessionManager, SessionStore, UnknownSession, data_dir
 from .translate import (
     TurnRecorder,
@@ -42,6 +42,7 @@ from .translate import (
 
 log = logging.getLogger("onedoor.door.acp")
 PROTOCOL_VERSION = 1
+CHECKPOINT_SECONDS = 0.5  # a running turn's progress is saved this often (crash safety)
 STOP_REASONS = {STOP_MAX_TURNS: "max_turn_requests", STOP_CANCELLED: "cancelled"}
 
 
@@ -68,7 +69,6 @@ class Turn:
         self.run: Any = None
         self.cancelled = asyncio.Event()
         self.done = asyncio.Event()
-        self.waiting = False  # the turn is waiting for the backend's next event
         self.recorder = TurnRecorder()
         self.announced: set[str] = set()
         self.approved: set[str] = set()
@@ -83,15 +83,6 @@ class Turn:
     async def notify(self, update: dict[str, Any]) -> None:
         await self.door.notify(self.session.id, update)
 
-    async def catch_up(self) -> None:
-        """Let events the backend sent before asking for approval reach the editor first."""
-        quiet = 0
-        for _ in range(200):
-            await asyncio.sleep(0)
-            quiet = quiet + 1 if self.waiting else 0
-            if quiet >= 3:
-                return
-
     async def ask_permission(self, call_id: str, name: str, arguments: Any) -> bool:
         """Ask in a task of the door's own, so a backend cancelled meanwhile (its task
         cancelled) does not cut the question short: the door still closes the call."""
@@ -100,7 +91,11 @@ class Turn:
         task = asyncio.ensure_future(ask_editor(self, call_id, name, arguments))
         self.asks.add(task)
         task.add_done_callback(self.asks.discard)
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        except Exception:  # noqa: BLE001 - the editor went away mid-question: the answer is no
+            log.debug("permission request failed", exc_info=True)
+            return False
 
     async def settle(self) -> None:
         """Wait for open permission questions to close (they end on cancel)."""
@@ -110,7 +105,10 @@ class Turn:
     async def reject(self, call_id: str, name: str, arguments: Any, reason: str = REJECTED) -> None:
         self.rejected.add(call_id)
         self.recorder.add_rejected(call_id, name, arguments, reason)
-        await self.notify(tool_end(call_id, reason, True))
+        try:
+            await self.notify(tool_end(call_id, reason, True))
+        except ConnectionError:  # the editor has gone; the history still records the rejection
+            pass
 
 
 class AcpServer:
@@ -125,6 +123,9 @@ class AcpServer:
         store = SessionStore(data_dir(options.data_dir) / DB_NAME)
         self.sessions = SessionManager(store, ctx.kernel.backend.name)
         self.client_capabilities: Any = None
+        self.prompt_requests: dict[Any, Session] = {}  # JSON-RPC id of a running prompt -> session
+        self.cancelled_requests: dict[Any, None] = {}  # ids named by $/cancel_request (bounded)
+        transport.on_cancel_request = self._cancel_request
 
     # -- plumbing ------------------------------------------------------------------------
     async def serve(self) -> None:
@@ -339,7 +340,7 @@ class AcpServer:
         from acp.schema import ListSessionsResponse, SessionInfo
 
         try:
-            page, next_cursor = self.sessions.list(cwd, cursor)
+            page, next_cursor = self.sessions.page(cwd, cursor)
         except ValueError as exc:
             raise _invalid(str(exc)) from None
         infos = [
@@ -368,8 +369,26 @@ class AcpServer:
         if session.turn is not None:
             session.turn.cancel()
 
+    def _cancel_request(self, request_id: Any) -> None:
+        """``$/cancel_request`` for a running prompt cancels its turn, like session/cancel."""
+        self.cancelled_requests[request_id] = None  # it may arrive before its prompt starts
+        while len(self.cancelled_requests) > 1000:
+            del self.cancelled_requests[next(iter(self.cancelled_requests))]
+        session = self.prompt_requests.get(request_id)
+        if session is not None and session.turn is not None:
+            session.turn.cancel()
+
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> Any:
         session = self._session(session_id)
+        request_id = REQUEST_ID.get()
+        self.prompt_requests[request_id] = session
+        try:
+            return await self._prompt(session, prompt)
+        finally:
+            self.prompt_requests.pop(request_id, None)
+            self.cancelled_requests.pop(request_id, None)
+
+    async def _prompt(self, session: Session, prompt: list[Any]) -> Any:
         try:
             text = prompt_text(prompt)
         except UnsupportedContent as exc:
@@ -390,10 +409,11 @@ class AcpServer:
         kernel = self.kernel_for(session.backend)
         turn = Turn(self, session)
         session.turn = turn  # from here a second prompt is refused and a cancel applies
+        if REQUEST_ID.get() in self.cancelled_requests:
+            turn.cancel()
         try:
             tools = await self._editor_tools(session, kernel)
-            approver = Approver(turn, asyncio.get_running_loop())
-            run = kernel.run(text, history=session.history, tools=tools, door="acp", extras={"approval": approver})
+            run = kernel.run(text, history=session.history, tools=tools, door="acp", approver=turn.ask_permission)
         except RunRefused as exc:
             session.turn = None
             turn.done.set()
@@ -405,17 +425,19 @@ class AcpServer:
             turn.done.set()
             raise
         turn.run = run
-        session.history.append({"role": "user", "content": text})
+        base = session.history = session.history + [{"role": "user", "content": text}]
         self.sessions.save(session)  # the prompt is kept even if the process dies mid-turn
+        checkpoints = asyncio.ensure_future(self._checkpoints(session, turn, base))
         outcome: Any = None
         try:
             outcome = await self._stream(turn, run)
         except ConnectionError:
             turn.cancel()
         finally:
+            checkpoints.cancel()
             await turn.settle()
             note = "" if outcome is None or type(outcome) is RunFinished else f"\n[the run failed: {outcome.error}]"
-            session.history.extend(turn.recorder.finish(note))
+            session.history = base + turn.recorder.finish(note)
             session.turn = None
             try:
                 self.sessions.save(session)
@@ -428,6 +450,17 @@ class AcpServer:
             raise _error(-32603, f"Internal error: the backend failed: {outcome.error}", {"runId": outcome.run_id})
         return {"stopReason": STOP_REASONS.get(outcome.stop_reason, "end_turn")}
 
+    async def _checkpoints(self, session: Session, turn: Turn, base: list[dict[str, Any]]) -> None:
+        """Save the turn's progress while it runs, so a crash loses at most a moment of it."""
+        saved: tuple[int, ...] = (0, 0, 0, 0)  # the turn starts empty
+        while True:
+            await asyncio.sleep(CHECKPOINT_SECONDS)
+            mark = turn.recorder.mark()
+            if mark != saved:
+                saved = mark
+                session.history = base + turn.recorder.snapshot()
+                self.sessions.save(session)
+
     async def _stream(self, turn: Turn, run: Any) -> Any:
         """Send the run's events as session updates, in order; return the terminal event."""
         send = self.conn.send_notification
@@ -439,9 +472,7 @@ class AcpServer:
         async with run:
             if turn.cancelled.is_set():
                 run.cancel()
-            turn.waiting = True
             async for event in run:
-                turn.waiting = False
                 kind = type(event)
                 if kind is TextDelta:
                     text_parts.append(event.text)
@@ -463,7 +494,6 @@ class AcpServer:
                         await turn.notify(tool_end(event.call_id, event.result, event.is_error))
                 elif kind is RunFinished or kind is RunFailed:
                     outcome = event
-                turn.waiting = True
         return outcome
 
 

@@ -176,7 +176,7 @@ class SessionManager:
         session.closed = True
         return session
 
-    def list(self, cwd: str | None, cursor: str | None) -> tuple[list[Session], str | None]:
+    def page(self, cwd: str | None, cursor: str | None) -> tuple[list[Session], str | None]:
         try:
             offset = int(cursor) if cursor else 0
         except ValueError:

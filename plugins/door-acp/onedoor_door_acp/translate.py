@@ -154,6 +154,23 @@ class TurnRecorder:
         self.reasoning.clear()
         return {"reasoning": text}
 
+    def mark(self) -> tuple[int, ...]:
+        """Changes whenever the turn has progressed (for checkpoints)."""
+        return (len(self.messages), len(self.text), len(self.reasoning), len(self._calls))
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The turn so far as history messages, without ending it (a checkpoint)."""
+        out = list(self.messages)
+        text, reasoning = "".join(self.text), "".join(self.reasoning)
+        if text or reasoning:
+            out.append({"role": "assistant", "content": text, **({"reasoning": reasoning} if reasoning else {})})
+        done = {m.get("tool_call_id") for m in out if m["role"] == "tool"}
+        for call_id, call in self._calls.items():
+            if call_id not in done:
+                out.append({"role": "tool", "content": "interrupted", "tool_call_id": call_id, "name": call["name"],
+                            "is_error": True, "result": "interrupted"})
+        return out
+
     def finish(self, note: str = "") -> list[dict[str, Any]]:
         text = self._take_text() + note
         extra = self._take_reasoning()

@@ -24,6 +24,9 @@ class AguiOptions:
         default=50, metadata={"help": "also send it when the input has at least this many messages (0: only on request)"}
     )
     page: bool = field(default=True, metadata={"help": "serve the chat page at the prefix"})
+    coalesce: bool = field(
+        default=True, metadata={"help": "send the frames that are ready together in one write (off: one write per event)"}
+    )
 
     def __post_init__(self) -> None:
         if not self.prefix.startswith("/") or self.prefix == "/":

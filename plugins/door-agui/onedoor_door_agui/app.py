@@ -230,22 +230,26 @@ class AguiApp:
                     await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                 seen = sent
 
+        coalesce = self.options.coalesce
         pumping = asyncio.ensure_future(pump())
         helpers = [asyncio.ensure_future(watch_disconnect())]
         if self.options.keepalive > 0:
             helpers.append(asyncio.ensure_future(keepalive(self.options.keepalive)))
+        finished = False
         try:
             while True:
                 await ready.wait()
                 ready.clear()
                 if frames:
-                    body = frames[0] if len(frames) == 1 else b"".join(frames)
+                    batch = [frames[0] if len(frames) == 1 else b"".join(frames)] if coalesce else list(frames)
                     frames.clear()
                     room.set()
                     sent += 1
-                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                    for body in batch:
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
                 if done and not frames:
                     break
+            finished = True
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             for task in helpers:
@@ -253,6 +257,11 @@ class AguiApp:
             if not pumping.done():
                 pumping.cancel()
                 await asyncio.gather(pumping, return_exceptions=True)
+            if not finished:  # cut short (server shutdown, a failed write): still try to end properly
+                try:
+                    await send({"type": "http.response.body", "body": b"".join(frames), "more_body": False})
+                except Exception:
+                    pass
 
 
 def _encode_all(events: list[dict[str, Any]]) -> bytes:

@@ -3,7 +3,7 @@
 The last user message is the prompt and every message before it is history. When the
 client answers frontend tool calls, its messages end with the tool results after the
 last user message: that is a continuation, all messages become history and the prompt
-is :data:`CONTINUE_PROMPT`. Reasoning and activity messages are the client's view of
+is empty (:data:`CONTINUE_PROMPT`), which the kernel accepts only after tool results. Reasoning and activity messages are the client's view of
 earlier runs and are left out; developer messages become system messages.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from onedoor.port import Message, ToolCall, ToolSpec
 
-CONTINUE_PROMPT = "(The client has answered the tool calls above; continue.)"
+CONTINUE_PROMPT = ""  # a continuation: the kernel takes an empty message after tool results
 KNOWN_ROLES = ("user", "assistant", "tool", "system", "developer", "reasoning", "activity")
 
 

@@ -95,7 +95,9 @@ class AskTool:
         message = arguments.get("message")
         if not isinstance(message, str) or not message.strip():
             raise ValueError("'message' is required and must be a non-empty string")
-        history = arguments.get("history") or []
+        history = arguments.get("history")
+        if history is None:
+            history = []
         if not isinstance(history, list):
             raise ValueError("'history' must be an array of {role, content} objects")
         for index, item in enumerate(history):

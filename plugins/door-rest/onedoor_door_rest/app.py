@@ -26,7 +26,6 @@ Every error, FastAPI's own included, is ``{"error": code, "detail": message}``:
 # No `from __future__ import annotations`: FastAPI must see the real ChatRequest class
 # built inside build_app, not a string it cannot resolve.
 import asyncio
-import logging
 import math
 from typing import Any
 
@@ -36,8 +35,6 @@ from onedoor.events import ReasoningDelta, RunFailed, RunFinished, TextDelta, To
 from . import RestOptions, __version__
 from .models import ChatResponse, ErrorBody, ToolCallRecord, chat_request_model
 from .sse import EventStreamResponse, cancel_on_disconnect, to_json_bytes
-
-log = logging.getLogger("onedoor.door.rest")
 
 _REFUSALS = {"busy": (429, "busy"), "too_large": (422, "too_large"), "invalid": (422, "invalid_request")}
 _HTTP_CODES = {
@@ -217,14 +214,14 @@ def build_app(ctx: Any, options: RestOptions) -> Any:
 
     @app.exception_handler(Exception)
     async def on_error(request: Request, exc: Exception) -> Any:
-        log.error("REST door: unexpected error on %s", request.url.path, exc_info=exc)
+        # Starlette re-raises after this answer, so uvicorn logs the traceback server-side.
         return error_response(500, "internal", "internal error; see the server log")
 
     def start_run(body: Any) -> Any:
         history = [m.to_kernel() for m in body.history]
         return kernel.run(body.message, history=history, door="rest")
 
-    @app.get("/", summary="What this door offers", operation_id="index")
+    @app.get("/", summary="What this door offers", operation_id="index", responses={401: _ERRORS[401]})
     async def index(request: Request) -> dict[str, Any]:
         base = request.scope.get("root_path", "")
         out = {

@@ -119,7 +119,7 @@ class EventStreamResponse(Response):
                 fut = waiter[0] = loop.create_future()
                 try:
                     await asyncio.wait_for(fut, self.keepalive)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     waiter[0] = None
                     await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})

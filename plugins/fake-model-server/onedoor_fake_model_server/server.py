@@ -94,7 +94,7 @@ class FakeModelServer:
             self._server.close()
             try:
                 await asyncio.wait_for(self._server.wait_closed(), 2)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def start(self) -> "FakeModelServer":
@@ -114,6 +114,11 @@ class FakeModelServer:
             try:
                 loop.run_until_complete(self._stopping.wait())  # type: ignore[union-attr]
                 loop.run_until_complete(self.stop_async())
+                pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+                for task in pending:  # connections still open: end their handlers
+                    task.cancel()
+                if pending:
+                    loop.run_until_complete(asyncio.wait(pending, timeout=2))
             finally:
                 loop.close()
 

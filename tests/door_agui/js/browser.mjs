@@ -61,6 +61,16 @@ try {
   await idle();
   out.error = await page.textContent(".error");
 
+  // 2b. A request the server refuses (over the body limit) shows its reason and stays out of the history.
+  await page.evaluate((text) => {
+    document.querySelector("#input").value = text;
+    document.querySelector("#composer").requestSubmit();
+  }, "x".repeat(70000));
+  await page.waitForFunction(() => document.querySelectorAll(".error").length >= 2, null, { timeout: 20000 });
+  await idle();
+  out.refused = await page.evaluate(() => [...document.querySelectorAll(".error")].pop().textContent);
+  out.unsent = await page.evaluate(() => document.querySelectorAll(".msg.user.unsent").length);
+
   // 3. A frontend tool answered by the page itself, then the agent continues.
   await say("/call browser_time {}");
   await page.waitForFunction(() => [...document.querySelectorAll(".msg.assistant")].some((m) => m.textContent.startsWith("The tool returned:")), null, { timeout: 20000 });

@@ -67,4 +67,26 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
     except OSError as exc:
         print(f"onedoor: error: cannot listen on {options.host}:{options.port}: {exc}", file=sys.stderr)
         return 2
+    except SystemExit:
+        # uvicorn logs a failed bind or lifespan start-up and calls sys.exit(3): say what
+        # happened in onedoor's one-line form and exit 2 like every other start-up error.
+        if server.started:
+            raise
+        print(f"onedoor: error: {_why_not_started(options.host, options.port)}", file=sys.stderr)
+        return 2
     return 0 if server.started else 2
+
+
+def _why_not_started(host: str, port: int) -> str:
+    """Probe the address uvicorn could not use, for a clear message."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return f"the HTTP server on {host}:{port} did not start (a door's start-up failed; see above)"

@@ -126,6 +126,7 @@ async function runOnce(view) {
     onRunFailed({ error }) {
       if (failed || error?.name === "AbortError") return;
       failed = true;
+      view.refused = typeof error?.status === "number";
       add("div", "error", describe(error));
     },
   };
@@ -134,6 +135,7 @@ async function runOnce(view) {
   } catch (error) {
     if (!failed && error?.name !== "AbortError") add("div", "error", describe(error));
     failed = true;
+    view.refused = typeof error?.status === "number";
   }
   activeRunId = null;
   for (const el of texts.values()) el.classList.remove("streaming");
@@ -157,6 +159,7 @@ function showResult(call, content, isError) {
 }
 
 function describe(error) {
+  if (error?.payload?.detail) return `Request refused (${error.status}): ${error.payload.detail}`;
   const text = String(error?.message ?? error);
   const match = text.match(/"detail"\s*:\s*"([^"]*)"/);
   return match ? `Request refused: ${match[1]}` : `Request failed: ${text}`;
@@ -194,11 +197,19 @@ function runTool(call) {
 }
 
 async function converse(text) {
-  agent.addMessage({ id: newId(), role: "user", content: text });
-  add("div", "msg user", text);
-  const view = { runId: null, calls: new Map() };
+  const id = newId();
+  agent.addMessage({ id, role: "user", content: text });
+  const bubble = add("div", "msg user", text.length > 1500 ? `${text.slice(0, 1500)}… (${text.length} characters)` : text);
+  const view = { runId: null, calls: new Map(), refused: false };
   for (let round = 0; round < 8; round++) {
     const pending = await runOnce(view);
+    if (view.refused && round === 0) {
+      // the server refused the request (too large, busy, …): keep it out of the history
+      agent.setMessages(agent.messages.filter((m) => m.id !== id));
+      bubble.classList.add("unsent");
+      bubble.title = "not sent";
+      return;
+    }
     if (!pending.length) return;
     for (const id of pending) {
       const call = view.calls.get(id);

@@ -1,0 +1,126 @@
+"""Independent npm clients against the MCP door: the TypeScript SDK, the MCP Inspector CLI
+and the official conformance suite (pinned in tests/door_mcp/js/package-lock.json)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).parent
+JS = HERE / "js"
+INSPECTOR = JS / "node_modules" / ".bin" / "mcp-inspector"
+CONFORMANCE = JS / "node_modules" / ".bin" / "conformance"
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(autouse=True)
+def _node(request: pytest.FixtureRequest) -> None:
+    from shutil import which
+
+    if which("node") is None:
+        pytest.skip("node is not installed (the CI image needs Node 20+)")
+    if not (JS / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        pytest.skip("npm packages missing: run `npm ci --prefix tests/door_mcp/js` (nox does it for this combo)")
+
+
+def node_client(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    out = subprocess.run(["node", str(JS / "client.mjs"), *args], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, **(env or {})})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def check_ask(result: dict[str, Any]) -> None:
+    assert result["server"] == {"name": "onedoor", "version": "0.1.0"}
+    assert "'ask'" in result["instructions"]
+    assert result["tools"] == [{"name": "ask", "required": ["message"]}]
+    assert result["text"] == "You said: hello from node (3 words, turn 1)" and result["isError"] is False
+    texts = [p["message"] for p in result["progress"] if not p["message"].startswith("[tool ")]
+    assert "".join(texts) == result["text"]
+    assert [p["progress"] for p in result["progress"]] == sorted(p["progress"] for p in result["progress"])
+    assert result["failed"]["isError"] is True and "failed" in result["failed"]["text"]
+
+
+def test_typescript_sdk_over_stdio(sdk: Any) -> None:
+    check_ask(node_client("stdio", json.dumps(sdk.command()), "ask"))
+
+
+def test_typescript_sdk_over_http(http_server: Any) -> None:
+    check_ask(node_client("http", http_server.url, "ask"))
+
+
+def test_typescript_sdk_cancels_over_stdio(sdk: Any, outcomes: Any) -> None:
+    result = node_client("stdio", json.dumps(sdk.command()), "cancel", env=outcomes.env)
+    assert result["progressBeforeAbort"] >= 1 and "test cancels" in result["error"]
+    assert result["after"] == "You said: after cancel (2 words, turn 1)"
+    record = outcomes.wait_for(lambda r: r["message"].startswith("/slow /long 400"))
+    assert record["stop_reason"] == "cancelled" and record["workers_alive"] == 0
+
+
+def test_typescript_sdk_cancels_over_http(http_server: Any, outcomes: Any) -> None:
+    result = node_client("http", http_server.url, "cancel")
+    assert result["progressBeforeAbort"] >= 1 and result["error"]
+    assert result["after"] == "You said: after cancel (2 words, turn 1)"
+    record = outcomes.wait_for(lambda r: r["message"].startswith("/slow /long 400"))
+    assert record["stop_reason"] == "cancelled" and record["workers_alive"] == 0
+
+
+def test_typescript_sdk_with_a_token(start_http_server: Any) -> None:
+    token = "node-token-0123456789-abcdefghijkl"
+    server = start_http_server("--token", token)
+    result = node_client("http", server.url, "ask", token)
+    assert result["text"].startswith("You said: hello from node")
+
+
+# -- the MCP Inspector CLI (exits 0 even when the tool result is an error) ----------------------
+
+
+def inspector(target: list[str], *args: str) -> dict[str, Any]:
+    out = subprocess.run([str(INSPECTOR), "--cli", *target, *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+@pytest.fixture
+def stdio_script(tmp_path: Path, sdk: Any) -> list[str]:
+    """The inspector takes a command whose own flags it would parse: wrap it in a script."""
+    script = tmp_path / "mcp-server.sh"
+    script.write_text("#!/bin/sh\nexec " + shlex.join(sdk.command()) + "\n")
+    script.chmod(0o755)
+    return [str(script)]
+
+
+@pytest.mark.parametrize("where", ["stdio", "http"])
+def test_inspector_cli(where: str, stdio_script: list[str], http_server: Any) -> None:
+    target = stdio_script if where == "stdio" else [http_server.url, "--transport", "http"]
+    tools = inspector(target, "--method", "tools/list")
+    assert [t["name"] for t in tools["tools"]] == ["ask"]
+    ok = inspector(target, "--method", "tools/call", "--tool-name", "ask", "--tool-arg", "message=hi inspector")
+    assert ok["isError"] is False and ok["content"][0]["text"] == "You said: hi inspector (2 words, turn 1)"
+    failed = inspector(target, "--method", "tools/call", "--tool-name", "ask", "--tool-arg", "message=/fail x")
+    assert failed["isError"] is True and "ScriptedFailure" in failed["content"][0]["text"]
+    assert inspector(target, "--method", "logging/setLevel", "--log-level", "debug") == {}
+
+
+# -- the official conformance suite, over HTTP --------------------------------------------------
+
+
+def test_conformance_suite_with_baseline(http_server: Any, tmp_path: Path) -> None:
+    # The transport mounts the door under /mcp and redirects /mcp to /mcp/; the suite's
+    # DNS-rebinding scenario wants a 4xx, not a redirect, so it is pointed at /mcp/.
+    out = subprocess.run(
+        [str(CONFORMANCE), "server", "--url", http_server.url + "/", "--expected-failures",
+         str(JS / "conformance-baseline.yml"), "-o", str(tmp_path / "conformance")],
+        capture_output=True, text=True, timeout=170, cwd=JS,
+    )
+    summary = out.stdout[out.stdout.find("=== SUMMARY ==="):]
+    assert out.returncode == 0, summary[-4000:] + out.stderr[-2000:]
+    for scenario in ("server-initialize", "logging-set-level", "ping", "tools-list", "dns-rebinding-protection"):
+        assert f"✓ {scenario}:" in summary, summary

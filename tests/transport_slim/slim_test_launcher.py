@@ -1,0 +1,79 @@
+"""Run the ``onedoor`` CLI with two test extras, for the SLIM transport's process tests.
+
+- An ``echo`` channel door: answers each message with ``echo:<message>``, ``pid`` with
+  the worker's process id, and a too-large message with ``too-large``.
+- An observer hook appending one JSON line per finished run (stop reason or error) to
+  the file named by ``ONEDOOR_TEST_OUTCOMES``, so a test can see that a backend stopped.
+
+Usage: python slim_test_launcher.py serve --door echo --transport slim -o …
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from onedoor import plugins
+from onedoor.cli import main
+from onedoor.composition import MessageTooLarge
+from onedoor.hookspecs import hookimpl
+
+
+class EchoDoor:
+    name = "echo"
+    shapes = frozenset({"channel"})
+    framing = "ndjson"
+    Options = None
+
+    async def serve_channel(self, channel, ctx):  # noqa: ANN001
+        while True:
+            try:
+                message = await channel.recv()
+            except MessageTooLarge:
+                await channel.send("too-large")
+                continue
+            if message is None:
+                return
+            await channel.send(str(os.getpid()) if message == "pid" else f"echo:{message}")
+
+
+class Observer:
+    @hookimpl
+    def onedoor_run_finished(self, run, outcome):  # noqa: ANN001
+        path = os.environ.get("ONEDOOR_TEST_OUTCOMES")
+        if path:
+            record = {
+                "message": run.message,
+                "outcome": type(outcome).__name__,
+                "stop_reason": getattr(outcome, "stop_reason", None),
+                "pid": os.getpid(),
+            }
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(record) + "\n")
+
+
+_plugin_manager = plugins.plugin_manager
+_load = plugins.load
+_names = plugins.names
+
+
+def _patched_manager(*args, **kwargs):  # noqa: ANN002, ANN003
+    pm = _plugin_manager(*args, **kwargs)
+    pm.register(Observer(), name="test-observer")
+    return pm
+
+
+def _patched_load(kind: str, name: str):
+    if kind == "door" and name == "echo":
+        door = EchoDoor()
+        return door
+    return _load(kind, name)
+
+
+plugins.plugin_manager = _patched_manager
+plugins.load = _patched_load
+
+if __name__ == "__main__":
+    sys.argv[0] = "onedoor"
+    main()

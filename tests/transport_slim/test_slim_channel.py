@@ -1,0 +1,205 @@
+"""The SLIM transport as a channel: sessions, security defaults and failures, with a node
+and workers in separate processes on a unix socket."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import pytest
+from slim_harness import SECRET, cli
+
+pytest.importorskip("slim_bindings")
+
+from onedoor.errors import OptionsError  # noqa: E402
+from onedoor_transport_slim.client import SlimClient, open_channel  # noqa: E402
+from onedoor_transport_slim.options import SlimOptions, resolve_secret  # noqa: E402
+from onedoor_transport_slim.runtime import SlimTransportError  # noqa: E402
+
+
+async def test_echo_round_trip_and_many_concurrent_sessions(node_cluster):
+    worker = node_cluster.worker("echo")
+    client = await SlimClient(node_cluster.options(), SECRET).connect()
+    try:
+        channels = await asyncio.gather(*(client.open() for _ in range(8)))
+
+        async def talk(index, channel):
+            replies = []
+            for turn in range(3):
+                await channel.send(f"m{index}-{turn}")
+                replies.append(await asyncio.wait_for(channel.recv(), 10))
+            return replies
+
+        results = await asyncio.gather(*(talk(i, ch) for i, ch in enumerate(channels)))
+        for index, replies in enumerate(results):
+            assert replies == [f"echo:m{index}-{turn}" for turn in range(3)]
+        await channels[0].send("pid")
+        assert await asyncio.wait_for(channels[0].recv(), 10) == str(worker.pid)
+        for channel in channels:
+            await channel.close()
+            assert await channel.recv() is None
+    finally:
+        await client.close()
+    assert worker.wait_count(" opened", 8) == 8  # each session logged on stderr
+    assert worker.wait_count(" closed", 8) == 8
+    assert worker.stdout() == ""  # stdout stays clean: native logs go to stderr
+
+
+async def test_oversized_message_is_refused_and_the_session_goes_on(node_cluster):
+    node_cluster.worker("echo", "-o", "max_message_bytes=1000")
+    async with open_channel(options=node_cluster.options()) as channel:
+        await channel.send("x" * 5000)
+        assert await asyncio.wait_for(channel.recv(), 10) == "too-large"
+        await channel.send("small")
+        assert await asyncio.wait_for(channel.recv(), 10) == "echo:small"
+
+
+async def test_terminal_door_over_slim(node_cluster):
+    node_cluster.worker("terminal")
+    async with open_channel(options=node_cluster.options()) as channel:
+        banner = await asyncio.wait_for(channel.recv(), 10)
+        assert "onedoor chat" in banner
+        await channel.send("hello over slim")
+        seen = ""
+        for _ in range(200):
+            seen += await asyncio.wait_for(channel.recv(), 10)
+            if "hello over slim" in seen and seen.endswith("> "):
+                break
+        assert "hello over slim" in seen
+
+
+async def test_worker_without_mls_is_refused_by_default(node_cluster):
+    worker = node_cluster.worker("echo")
+    with pytest.raises(SlimTransportError):
+        async with open_channel(options=node_cluster.options(mls=False)) as channel:
+            await channel.send("plain")
+            assert await asyncio.wait_for(channel.recv(), 8) is None
+            raise SlimTransportError("closed")
+    worker.wait_for("refused a session without MLS", timeout=10)
+
+
+async def test_mls_off_only_when_both_sides_say_so(node_cluster):
+    node_cluster.worker("echo", "-o", "mls=false")
+    async with open_channel(options=node_cluster.options(mls=False)) as channel:
+        await channel.send("plain")
+        assert await asyncio.wait_for(channel.recv(), 10) == "echo:plain"
+
+
+async def test_wrong_secret_fails_in_bounded_time_with_a_clear_error(node_cluster):
+    node_cluster.worker("echo")
+    wrong = "w" * 40
+    with pytest.raises(SlimTransportError) as info:
+        async with open_channel(options=node_cluster.options(secret=wrong), secret=wrong):
+            pass
+    assert "secret differs" in str(info.value)
+    assert wrong not in str(info.value)
+
+
+def test_short_or_missing_secret_is_refused_before_starting(tmp_path):
+    with pytest.raises(OptionsError, match="at least 32"):
+        resolve_secret(SlimOptions(secret="short"))
+    with pytest.raises(OptionsError, match="shared secret"):
+        resolve_secret(SlimOptions())
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET + "\n")
+    assert resolve_secret(SlimOptions(secret_file=str(secret_file))) == SECRET
+    env = {**os.environ, "ONEDOOR_SLIM_SECRET": "too-short"}
+    done = subprocess.run(
+        cli("serve", "--door", "echo", "--transport", "slim", "-o", f"endpoint=unix://{tmp_path}/none.sock"),
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2
+    assert "at least 32" in done.stderr
+    assert "too-short" not in done.stderr + done.stdout
+
+
+def test_bad_name_and_endpoint_are_option_errors():
+    with pytest.raises(OptionsError, match="org/namespace/agent"):
+        SlimOptions(name="just-a-name")
+    with pytest.raises(OptionsError, match="unix://"):
+        SlimOptions(endpoint="tcp://1.2.3.4:5")
+
+
+async def test_dead_node_fails_fast(tmp_path):
+    # No socket at all.
+    options = SlimOptions(endpoint=f"unix://{tmp_path}/missing.sock", secret=SECRET, connect_attempts=2, connect_timeout=1.0)
+    with pytest.raises(SlimTransportError, match="no SLIM node"):
+        async with open_channel(options=options):
+            pass
+    # A stale socket file nobody listens on.
+    import socket
+
+    path = tmp_path / "stale.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.close()
+    options = SlimOptions(endpoint=f"unix://{path}", secret=SECRET, connect_attempts=2, connect_timeout=1.0)
+    with pytest.raises(SlimTransportError, match="cannot reach the SLIM node"):
+        async with open_channel(options=options):
+            pass
+    # A TCP port nobody listens on.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    options = SlimOptions(endpoint=f"http://127.0.0.1:{port}", secret=SECRET, connect_attempts=2, connect_timeout=1.0)
+    with pytest.raises(SlimTransportError, match="cannot reach the SLIM node"):
+        async with open_channel(options=options):
+            pass
+
+
+def test_worker_with_dead_node_exits_with_a_clear_error(tmp_path):
+    env = {**os.environ, "ONEDOOR_SLIM_SECRET": SECRET}
+    done = subprocess.run(
+        cli("serve", "--door", "echo", "--transport", "slim", "-o", f"endpoint=unix://{tmp_path}/none.sock"),
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "no SLIM node" in done.stderr and "onedoor slim-node" in done.stderr
+
+
+async def test_killed_worker_ends_the_session_with_an_error_and_others_go_on(node_cluster):
+    first = node_cluster.worker("echo")
+    async with open_channel(options=node_cluster.options()) as channel:
+        await channel.send("pid")
+        assert await asyncio.wait_for(channel.recv(), 10) == str(first.pid)
+        node_cluster.worker("echo")  # a second worker takes over new sessions
+        first.kill()
+        assert await asyncio.wait_for(channel.recv(), 30) is None  # probe unanswered: the session ends
+        assert "stopped answering" in (channel.error or "")
+        with pytest.raises(Exception):
+            await channel.send("anyone?")
+    for _ in range(3):
+        async with open_channel(options=node_cluster.options()) as channel:
+            await channel.send("still there")
+            assert await asyncio.wait_for(channel.recv(), 10) == "echo:still there"
+
+
+async def test_embedded_node_and_clean_shutdown(cluster):
+    worker = cluster.worker("echo", "-o", "embed_node=true")
+    async with open_channel(options=cluster.options()) as channel:
+        await channel.send("hi")
+        assert await asyncio.wait_for(channel.recv(), 10) == "echo:hi"
+    assert worker.stop() == 0
+    assert "stopped" in worker.text()
+    assert worker.stdout() == ""
+
+
+def test_slim_node_refuses_a_second_node_on_the_same_socket(node_cluster):
+    env = {**os.environ}
+    done = subprocess.run(
+        cli("slim-node", "--endpoint", node_cluster.endpoint), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert "already listens" in done.stderr
+    assert node_cluster.node.popen.poll() is None
+
+
+def test_plugin_module_is_light():
+    code = (
+        "import sys, onedoor_transport_slim, onedoor_transport_slim.cli_hooks;"
+        "print(sorted(m for m in ('slim_bindings', 'mcp', 'anyio') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.strip()
+    assert out == "[]"

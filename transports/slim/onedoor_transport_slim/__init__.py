@@ -1,0 +1,36 @@
+"""onedoor's SLIM transport: a channel door (MCP, ACP, terminal) over AGNTCY SLIM.
+
+    onedoor slim-node &                                   # one node per host (unix socket)
+    ONEDOOR_SLIM_SECRET=... onedoor serve --door mcp --transport slim
+    ONEDOOR_SLIM_SECRET=... onedoor ask --transport slim agntcy/onedoor/agent "hi"
+
+This module is light: slim_bindings is imported only when serving.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .options import SlimOptions, resolve_secret
+
+__all__ = ["SlimTransport", "SlimOptions", "transport"]
+
+
+class SlimTransport:
+    name = "slim"
+    shape = "channel"
+    max_doors = 1  # one door per SLIM name
+    Options = SlimOptions
+
+    def prepare(self, options: SlimOptions | None) -> None:
+        resolve_secret(options or SlimOptions())  # fail before anything starts
+
+    def serve(self, doors: list[Any], ctx: Any) -> int:
+        from . import server
+
+        options = ctx.options_for(self.name) or SlimOptions()
+        secret = resolve_secret(options)
+        return server.serve(doors[0], ctx, options, secret)
+
+
+transport = SlimTransport

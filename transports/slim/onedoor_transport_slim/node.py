@@ -1,0 +1,43 @@
+"""`onedoor slim-node`: a SLIM node for one host, on a unix socket by default.
+
+A unix socket (in a 0700 runtime directory, the socket itself 0600) keeps the node
+private to this user and avoids TCP's extra ~90 ms per request (slim-bindings leaves
+Nagle's algorithm on). Use http(s)://host:port to let workers on other hosts in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+from . import runtime
+from .options import SlimOptions, unix_path
+
+
+async def _run(options: SlimOptions) -> int:
+    sb = runtime.slim(options.log_level)
+    service = await runtime.start_node(sb, options)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"onedoor slim-node: listening on {options.endpoint}", file=sys.stderr, flush=True)
+    await stop.wait()
+    try:
+        service.stop_server(options.endpoint)
+    except Exception:  # noqa: BLE001
+        pass
+    path = unix_path(options.endpoint)
+    if path is not None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    print("onedoor slim-node: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def run_node(options: SlimOptions) -> int:
+    runtime.protect_stdout()  # SLIM's native logs write to fd 1: send them to stderr
+    return asyncio.run(_run(options))

@@ -1,0 +1,135 @@
+"""The worker: listen as a SLIM name, give each incoming session to the door.
+
+Several workers (separate processes, each its own SLIM identity) may serve the same
+name; the node spreads new sessions across them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import Any
+
+from onedoor.composition import ServeContext
+
+from . import runtime
+from .channel import SlimChannel
+from .options import SlimOptions
+
+
+def _log(text: str) -> None:
+    print(f"onedoor slim: {text}", file=sys.stderr, flush=True)
+
+
+class Worker:
+    def __init__(self, door: Any, ctx: ServeContext, options: SlimOptions, secret: str) -> None:
+        self.door = door
+        self.ctx = ctx
+        self.options = options
+        self.secret = secret
+        self.channels: set[SlimChannel] = set()
+        self.tasks: set[asyncio.Task] = set()
+        self.stop = asyncio.Event()
+
+    async def run(self) -> int:
+        options = self.options
+        sb = runtime.slim(options.log_level)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.stop.set)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        if options.embed_node:
+            await runtime.start_node(sb, options)
+            service = sb.create_service("onedoor-worker")  # an app must not use its own node's service
+        else:
+            service = sb.get_global_service()
+        conn = await runtime.connect(sb, service, options)
+        app = runtime.make_app(sb, service, options.name, self.secret)
+        name = sb.Name.from_string(options.name)
+        await app.subscribe_async(name, conn)
+        mls = "MLS on" if options.mls else "MLS OFF"
+        node = "embedded node" if options.embed_node else "node"
+        _log(f"serving door {self.door.name!r} as {options.name} via {node} {options.endpoint} ({mls})")
+        accept = asyncio.create_task(self._accept(app, sb))
+        stopper = asyncio.create_task(self.stop.wait())
+        await asyncio.wait({accept, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        code = 0
+        if accept.done() and not accept.cancelled() and accept.exception() is not None:
+            _log(f"stopped: {runtime.describe_error(accept.exception())}")
+            code = 1
+        accept.cancel()
+        stopper.cancel()
+        await self._shutdown(app, name, conn, service)
+        _log("stopped")
+        return code
+
+    async def _accept(self, app: Any, sb: Any) -> None:
+        while True:
+            session = await app.listen_for_session_async(None)
+            peer = _peer(session)
+            if self.options.mls and session.config().mls_settings is None:
+                _log(f"refused a session without MLS from {peer} (this worker requires MLS; -o mls=false allows it)")
+                asyncio.ensure_future(app.delete_session_async(session))
+                continue
+            if len(self.channels) >= self.options.max_sessions:
+                _log(f"refused a session from {peer}: {len(self.channels)} sessions open (max_sessions)")
+                asyncio.ensure_future(app.delete_session_async(session))
+                continue
+            channel = SlimChannel(
+                session,
+                app,
+                peer=peer,
+                max_message_bytes=self.options.max_message_bytes,
+                probe_interval=self.options.probe_interval,
+                probe_timeout=self.options.probe_timeout,
+            )
+            self.channels.add(channel)
+            if self.options.log_sessions:
+                _log(f"session from {peer} opened")
+            task = asyncio.create_task(self._serve(channel))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _serve(self, channel: SlimChannel) -> None:
+        try:
+            await self.door.serve_channel(channel, self.ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one session's failure is not the worker's
+            _log(f"session with {channel.peer} failed: {type(exc).__name__}: {exc}")
+        finally:
+            if channel.error:
+                _log(channel.error)
+            elif self.options.log_sessions:
+                _log(f"session from {channel.peer} closed")
+            self.channels.discard(channel)
+            await channel.close()
+
+    async def _shutdown(self, app: Any, name: Any, conn: int, service: Any) -> None:
+        try:
+            await asyncio.wait_for(app.unsubscribe_async(name, conn), 1.0)
+        except Exception:  # noqa: BLE001
+            pass
+        for task in list(self.tasks):
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=3.0)
+        try:
+            service.disconnect(conn)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _peer(session: Any) -> str:
+    try:
+        return str(session.destination())
+    except Exception:  # noqa: BLE001
+        return "slim-peer"
+
+
+def serve(door: Any, ctx: ServeContext, options: SlimOptions, secret: str) -> int:
+    runtime.protect_stdout()  # SLIM's native logs write to fd 1: send them to stderr
+    return asyncio.run(Worker(door, ctx, options, secret).run())
