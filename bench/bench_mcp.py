@@ -10,8 +10,9 @@ same transport, in the same run:
   app on uvicorn (stateful, SSE responses, like the door). Skipped when the HTTP
   transport is not installed.
 
-Calls run one after another; the metric is the median round trip in milliseconds. The
-last stdout line is one JSON object: {"name", "metrics", "ratios"}.
+Both servers run at once and the client calls them turn about, one call at a time, so
+load from elsewhere on the machine hits both sides alike; the metric is the median round
+trip in milliseconds. The last stdout line is one JSON object: {"name", "metrics", "ratios"}.
 
     python bench/bench_mcp.py [--quick]
     python bench/bench_mcp.py --bare stdio|http PORT   (internal: the baseline server)
@@ -28,7 +29,8 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
 
 REPLY = "pong"
 DOOR_OPTIONS = ["-o", f"scripted.reply={REPLY}", "-o", "scripted.tool=false", "-o", "scripted.reasoning=false"]
@@ -61,9 +63,8 @@ def run_bare(kind: str, port: int) -> None:
         anyio.run(main)
         return
     import uvicorn
-
     from onedoor_door_mcp import compat
-    from onedoor_door_mcp.http import McpApp, allowed_hosts, allowed_origins
+    from onedoor_door_mcp.asgi import McpApp, allowed_hosts, allowed_origins
     from onedoor_door_mcp.options import McpOptions
 
     hosts, origins = allowed_hosts(McpOptions()), allowed_origins(McpOptions())
@@ -82,21 +83,34 @@ def run_bare(kind: str, port: int) -> None:
 # -- the client ------------------------------------------------------------------------------------
 
 
-async def measure(session: Any, calls: int, warmup: int) -> list[float]:
+async def call(session: Any) -> float:
+    start = time.perf_counter()
+    result = await session.call_tool("ask", {"message": "ping"})
+    elapsed = (time.perf_counter() - start) * 1000
+    text = "".join(getattr(c, "text", "") for c in result.content)
+    if text != REPLY:
+        raise SystemExit(f"unexpected reply {text!r}")
+    return elapsed
+
+
+async def alternate(door: Any, bare: Any, calls: int, warmup: int) -> tuple[list[float], list[float]]:
+    """Call the two servers turn about, so load from elsewhere hits both sides alike."""
     for _ in range(warmup):
-        await session.call_tool("ask", {"message": "ping"})
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        result = await session.call_tool("ask", {"message": "ping"})
-        times.append((time.perf_counter() - start) * 1000)
-        text = "".join(getattr(c, "text", "") for c in result.content)
-        if text != REPLY:
-            raise SystemExit(f"unexpected reply {text!r}")
-    return times
+        await call(door)
+        await call(bare)
+    door_times, bare_times = [], []
+    for index in range(calls):
+        if index % 2:
+            door_times.append(await call(door))
+            bare_times.append(await call(bare))
+        else:
+            bare_times.append(await call(bare))
+            door_times.append(await call(door))
+    return door_times, bare_times
 
 
-async def over_stdio(argv: list[str], calls: int, warmup: int) -> list[float]:
+@asynccontextmanager
+async def stdio_session(argv: list[str]) -> AsyncIterator[Any]:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -104,17 +118,28 @@ async def over_stdio(argv: list[str], calls: int, warmup: int) -> list[float]:
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            return await measure(session, calls, warmup)
+            yield session
 
 
-async def over_http(url: str, calls: int, warmup: int) -> list[float]:
+@asynccontextmanager
+async def http_session(url: str) -> AsyncIterator[Any]:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     async with streamable_http_client(url) as streams:
         async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
-            return await measure(session, calls, warmup)
+            yield session
+
+
+async def over_stdio(door_argv: list[str], bare_argv: list[str], calls: int, warmup: int) -> tuple[list[float], list[float]]:
+    async with stdio_session(door_argv) as door, stdio_session(bare_argv) as bare:
+        return await alternate(door, bare, calls, warmup)
+
+
+async def over_http(door_url: str, bare_url: str, calls: int, warmup: int) -> tuple[list[float], list[float]]:
+    async with http_session(door_url) as door, http_session(bare_url) as bare:
+        return await alternate(door, bare, calls, warmup)
 
 
 def free_port() -> int:
@@ -163,29 +188,28 @@ def main() -> None:
     if args.bare:
         run_bare(args.bare[0], int(args.bare[1]))
         return
-    calls, warmup, rounds = (30, 5, 1) if args.quick else (150, 20, 2)
+    calls, warmup, rounds = (40, 5, 1) if args.quick else (200, 20, 2)
     me = os.path.abspath(__file__)
     door_stdio = [sys.executable, "-m", "onedoor", "serve", "--door", "mcp", "--transport", "stdio", *DOOR_OPTIONS]
     bare_stdio = [sys.executable, me, "--bare", "stdio", "0"]
     samples: dict[str, list[float]] = {"door_stdio": [], "bare_stdio": [], "door_http": [], "bare_http": []}
-    with_http = http_transport_installed()
-    for _ in range(rounds):  # alternate, so drift on a shared machine hits both sides
-        samples["bare_stdio"] += asyncio.run(over_stdio(bare_stdio, calls, warmup))
-        samples["door_stdio"] += asyncio.run(over_stdio(door_stdio, calls, warmup))
-        if with_http:
-            port = free_port()
-            proc = start([sys.executable, me, "--bare", "http", str(port)])
+    for _ in range(rounds):
+        door, bare = asyncio.run(over_stdio(door_stdio, bare_stdio, calls, warmup))
+        samples["door_stdio"] += door
+        samples["bare_stdio"] += bare
+        if http_transport_installed():
+            door_port, bare_port = free_port(), free_port()
+            bare_proc = start([sys.executable, me, "--bare", "http", str(bare_port)])
+            door_proc = start([sys.executable, "-m", "onedoor", "serve", "--door", "mcp", "--transport", "http",
+                               "--port", str(door_port), *DOOR_OPTIONS])
             try:
-                samples["bare_http"] += asyncio.run(over_http(f"http://127.0.0.1:{port}/mcp", calls, warmup))
+                door, bare = asyncio.run(over_http(
+                    f"http://127.0.0.1:{door_port}/mcp/", f"http://127.0.0.1:{bare_port}/mcp", calls, warmup))
+                samples["door_http"] += door
+                samples["bare_http"] += bare
             finally:
-                stop(proc)
-            port = free_port()
-            proc = start([sys.executable, "-m", "onedoor", "serve", "--door", "mcp", "--transport", "http",
-                          "--port", str(port), *DOOR_OPTIONS])
-            try:
-                samples["door_http"] += asyncio.run(over_http(f"http://127.0.0.1:{port}/mcp/", calls, warmup))
-            finally:
-                stop(proc)
+                stop(door_proc)
+                stop(bare_proc)
     metrics: dict[str, Any] = {}
     for key, values in samples.items():
         if values:
@@ -196,8 +220,9 @@ def main() -> None:
         if samples[f"door_{kind}"] and samples[f"bare_{kind}"]:
             ratio = statistics.median(samples[f"door_{kind}"]) / statistics.median(samples[f"bare_{kind}"])
             ratios[f"{kind}_round_trip_p50"] = {"value": round(ratio, 3), "target": "<= 1.3"}
-    import mcp  # noqa: F401
     from importlib.metadata import version
+
+    import mcp  # noqa: F401
 
     metrics["mcp_sdk"] = version("mcp")
     metrics["calls_per_side"] = calls * rounds

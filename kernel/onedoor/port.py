@@ -131,8 +131,9 @@ class RunContext:
     Approvals: a backend that wants a human's consent before a tool runs calls
     ``await context.request_approval(call_id, name, arguments)`` (async backends) or
     ``context.request_approval_sync(...)`` (sync backends, from their worker thread)
-    BEFORE it emits ToolStarted for the call. The door asks its user (ACP:
-    session/request_permission). The answer is False when the door cannot ask, the user
+    before it runs the tool; it may already have announced the call with ToolStarted
+    (most libraries do), and doors show the call either way. The door asks its user
+    (ACP: session/request_permission). The answer is False when the door cannot ask, the user
     rejects, or the run is cancelled meanwhile. While the question is open the idle
     timeout is paused, and every event sent before the question reaches the door first.
     """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
@@ -143,3 +144,33 @@ async def test_max_iterations_is_max_turns(server, hermes_home):
     events = await collect(make_kernel(server, hermes_home, toolsets=["todo"], max_iterations=1), '/tool todo {"todos": []}')
     assert isinstance(events[-1], RunFinished) and events[-1].stop_reason == "max_turns"
     assert [type(e).__name__ for e in events if isinstance(e, (ToolStarted, ToolFinished))] == ["ToolStarted", "ToolFinished"]
+
+
+def _rm_message(victim) -> str:
+    return "/tool terminal " + json.dumps({"command": f"rm -rf {victim}"})
+
+
+@pytest.mark.parametrize("answer", [True, False, None])
+async def test_dangerous_command_asks_the_door(server, hermes_home, tmp_path, answer):
+    """hermes' approval prompt goes to the door (kernel approver); no approver means no."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "file").write_text("keep me unless approved")
+    asked = []
+
+    async def approver(call_id, name, arguments):
+        asked.append((call_id, name, arguments))
+        return answer
+
+    kernel = make_kernel(server, hermes_home, toolsets=["terminal"], allow_machine_tools=True)
+    kwargs = {"approver": approver} if answer is not None else {}
+    events = await collect(kernel, _rm_message(victim), **kwargs)
+    assert isinstance(events[-1], RunFinished)
+    [started] = [e for e in events if isinstance(e, ToolStarted)]
+    [finished] = [e for e in events if isinstance(e, ToolFinished)]
+    if answer is None:
+        assert asked == []
+    else:
+        assert asked == [(started.call_id, "terminal", {"command": f"rm -rf {victim}", "description": asked[0][2]["description"]})]
+    assert victim.exists() is (answer is not True)
+    assert ("BLOCKED" in json.dumps(finished.result)) is (answer is not True)

@@ -97,10 +97,12 @@ async def test_client_tool_ends_the_run_pending_then_resumes(server):
         {"role": "assistant", "content": "", "tool_calls": [{"id": call.call_id, "name": "pick_color", "arguments": call.arguments}]},
         {"role": "tool", "content": "teal", "tool_call_id": call.call_id},
     ]
-    events = await collect(kernel, "go on", history=history, tools=[tool])
-    assert events[-1].stop_reason == "end_turn"
+    events = await collect(kernel, "", history=history, tools=[tool])  # continue after the tool result
+    assert events[-1].stop_reason == "end_turn" and events[-1].text == "The tool returned: teal"
     sent = server.chat_requests()[-1].messages
-    assert any(m["role"] == "tool" and m["content"] == "teal" and m["tool_call_id"] == call.call_id for m in sent)
+    assert sent[-1] == {"role": "tool", "content": "teal", "tool_call_id": call.call_id}
+    events = await collect(kernel, "go on", history=history, tools=[tool])  # or with a new message
+    assert events[-1].text == "You said: go on (turn 2)"
 
 
 async def test_provider_error_is_run_failed_with_the_message(server):
@@ -214,3 +216,52 @@ async def test_plain_model_string_uses_pydantic_ais_own_provider(server, monkeyp
     request = server.chat_requests()[-1]
     assert await asyncio.to_thread(server.wait_for, lambda: request.disconnected, 15)
     assert request.headers["authorization"] == "Bearer sk-env"
+
+
+APPROVAL_AGENT = """
+import os
+from openai import AsyncOpenAI
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+deleted = []
+agent = Agent(OpenAIChatModel("fake-model", provider=OpenAIProvider(
+    openai_client=AsyncOpenAI(base_url=os.environ["APPROVAL_FAKE_URL"], api_key="k", max_retries=0))))
+
+@agent.tool_plain(requires_approval=True)
+def delete_file(path: str) -> str:
+    '''Delete a file.'''
+    deleted.append(path)
+    return f"deleted {path}"
+"""
+
+
+@pytest.mark.parametrize("answer", [True, False, None])
+async def test_tools_that_need_approval_ask_the_door(server, tmp_path, monkeypatch, answer):
+    (tmp_path / "pa_approval_agent.py").write_text(APPROVAL_AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("APPROVAL_FAKE_URL", server.base_url)
+    import importlib
+    import sys
+
+    monkeypatch.delitem(sys.modules, "pa_approval_agent", raising=False)  # a fresh agent for this server
+    module = importlib.import_module("pa_approval_agent")
+    module.deleted.clear()
+    asked = []
+
+    async def approver(call_id, name, arguments):
+        asked.append((call_id, name, arguments))
+        return answer
+
+    opts = PydanticAIOptions(agent="pa_approval_agent:agent")
+    kernel = kernel_for_agent(lambda: pydantic_ai_backend(opts), "pydantic-ai")
+    kwargs = {"approver": approver} if answer is not None else {}
+    events = await collect(kernel, '/tool delete_file {"path": "notes.txt"}', **kwargs)
+    assert isinstance(events[-1], RunFinished) and events[-1].stop_reason == "end_turn"
+    [started] = [e for e in events if isinstance(e, ToolStarted)]
+    [finished] = [e for e in events if isinstance(e, ToolFinished)]
+    assert asked == ([] if answer is None else [(started.call_id, "delete_file", {"path": "notes.txt"})])
+    assert module.deleted == (["notes.txt"] if answer else [])
+    assert finished.is_error is (not answer)
+    assert events[-1].text.startswith("The tool returned: ")

@@ -183,3 +183,15 @@ def test_cli_rejects_bad_options_before_running():
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith("onedoor: error: unknown option 'colour'") and "Traceback" not in proc.stderr
+
+
+def test_serve_refuses_an_unreachable_endpoint_before_starting():
+    pytest.importorskip("onedoor_door_rest", reason="the REST door (plugins/door-rest) is not installed")
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    proc = subprocess.run(
+        [sys.executable, "-m", "onedoor", "serve", "--door", "rest", "--port", "0", "-b", "pydantic-ai",
+         "-o", "model=m", "-o", f"base_url={url}", "-o", "preflight=true"],
+        capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "unreachable endpoint" in proc.stderr and proc.stdout == ""

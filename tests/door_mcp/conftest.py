@@ -143,9 +143,8 @@ async def stdio_session(argv: list[str], env: dict[str, str] | None = None) -> A
 @asynccontextmanager
 async def http_session(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
     from mcp import ClientSession
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with create_mcp_http_client(headers=headers) as client:
         async with streamable_http_client(url, http_client=client) as streams:

@@ -7,12 +7,11 @@ import json
 from typing import Any
 
 import pytest
-
 from onedoor.composition import ChannelClosed, MessageTooLarge, ServeContext
 from onedoor.testing import scripted_kernel
 from onedoor_door_mcp import McpOptions, door
 from onedoor_door_mcp.channel import decode
-from onedoor_door_mcp.http import _matches, allowed_hosts, allowed_origins
+from onedoor_door_mcp.asgi import _matches, allowed_hosts, allowed_origins
 from onedoor_door_mcp.tool import AskTool
 
 pytestmark = pytest.mark.timeout(60)
@@ -184,3 +183,24 @@ def test_door_declares_both_shapes() -> None:
     assert obj.shapes == frozenset({"asgi", "channel"}) and obj.framing == "ndjson"
     mount = obj.asgi_mount(ServeContext(kernel=scripted_kernel()))
     assert mount.prefix == "/mcp" and callable(mount.lifespan)
+
+
+def test_any_host_when_served_to_the_network_behind_a_token() -> None:
+    from dataclasses import dataclass
+
+    from onedoor_door_mcp.asgi import make_app
+
+    @dataclass
+    class HttpOpts:
+        host: str
+        token: str
+
+    def app_for(host: str, token: str) -> Any:
+        ctx = ServeContext(kernel=scripted_kernel(), options={"http": HttpOpts(host, token)}, transport_name="http")
+        return make_app(ctx)
+
+    assert app_for("0.0.0.0", "t" * 32).hosts == ["*"]
+    assert "evil.example" not in app_for("0.0.0.0", "").hosts and app_for("0.0.0.0", "").hosts != ["*"]
+    loopback = app_for("127.0.0.1", "t" * 32)
+    assert loopback.hosts != ["*"] and not _matches("evil.example", loopback.hosts)
+    assert not _matches("http://evil.example", app_for("0.0.0.0", "t" * 32).origins)

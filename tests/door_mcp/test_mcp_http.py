@@ -143,10 +143,9 @@ def test_allowed_hosts_option(start_http_server: Any) -> None:
 @pytest.fixture
 def standalone(sdk: Any) -> Any:
     import uvicorn
-
     from onedoor.composition import ServeContext
     from onedoor.testing import scripted_kernel
-    from onedoor_door_mcp.http import make_app
+    from onedoor_door_mcp.asgi import make_app
 
     kernel = scripted_kernel()
     app = make_app(ServeContext(kernel=kernel))

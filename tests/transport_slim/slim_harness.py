@@ -20,8 +20,11 @@ NAME = "agntcy/onedoor/agent"
 class Proc:
     """A child process whose stderr goes to a file we can poll."""
 
-    def __init__(self, argv: list[str], log: Path, env: dict[str, str] | None = None, stdout: Path | None = None) -> None:
+    def __init__(
+        self, argv: list[str], log: Path, env: dict[str, str] | None = None, stdout: Path | None = None, wrapped: bool = False
+    ) -> None:
         self.log = log
+        self.wrapped = wrapped
         self.stdout_path = stdout or log.with_suffix(".out")
         full_env = {**os.environ, "ONEDOOR_SLIM_SECRET": SECRET, "PYTHONUNBUFFERED": "1", **(env or {})}
         with open(log, "wb") as err, open(self.stdout_path, "wb") as out:
@@ -56,7 +59,20 @@ class Proc:
             time.sleep(0.05)
         return self.count(needle)
 
+    def children(self) -> list[int]:
+        try:
+            text = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text()
+        except OSError:
+            return []
+        return [int(pid) for pid in text.split()]
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        if self.wrapped:  # e.g. strace: stop the real process first
+            for child in self.children():
+                try:
+                    os.kill(child, signal.SIGKILL)
+                except OSError:
+                    pass
         if self.popen.poll() is None:
             self.popen.send_signal(sig)
             try:
@@ -68,6 +84,9 @@ class Proc:
         return self.popen.returncode
 
     def kill(self) -> None:
+        if self.wrapped:
+            self.stop()
+            return
         if self.popen.poll() is None:
             self.popen.kill()
             self.popen.wait(5)
@@ -87,7 +106,7 @@ class Cluster:
         self.node: Proc | None = None
 
     def start_node(self, wrapper: list[str] = ()) -> Proc:
-        proc = Proc([*wrapper, *cli("slim-node", "--endpoint", self.endpoint)], self.root / "node.err")
+        proc = Proc([*wrapper, *cli("slim-node", "--endpoint", self.endpoint)], self.root / "node.err", wrapped=bool(wrapper))
         self.procs.append(proc)
         proc.wait_for("listening on", timeout=30)
         self.node = proc

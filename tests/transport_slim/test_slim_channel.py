@@ -13,6 +13,7 @@ from slim_harness import SECRET, cli
 
 pytest.importorskip("slim_bindings")
 
+from onedoor.composition import ChannelClosed  # noqa: E402
 from onedoor.errors import OptionsError  # noqa: E402
 from onedoor_transport_slim.client import SlimClient, open_channel  # noqa: E402
 from onedoor_transport_slim.options import SlimOptions, resolve_secret  # noqa: E402
@@ -168,7 +169,7 @@ async def test_killed_worker_ends_the_session_with_an_error_and_others_go_on(nod
         first.kill()
         assert await asyncio.wait_for(channel.recv(), 30) is None  # probe unanswered: the session ends
         assert "stopped answering" in (channel.error or "")
-        with pytest.raises(Exception):
+        with pytest.raises(ChannelClosed, match="stopped answering"):
             await channel.send("anyone?")
     for _ in range(3):
         async with open_channel(options=node_cluster.options()) as channel:

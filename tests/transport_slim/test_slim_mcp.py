@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -182,3 +183,15 @@ async def test_two_workers_share_the_load_and_survive_losing_one(node_cluster):
         replies.append(await ask_once(options, f"after {i}"))
     assert all(f"after {i}" in reply for i, reply in enumerate(replies))
     assert len(outcomes(second)) == served[1] + 10
+
+
+def test_ask_command_without_the_mcp_package_says_what_to_install(tmp_path):
+    code = (
+        "import sys; sys.modules['mcp'] = None\n"
+        "from onedoor_transport_slim.ask import run_ask\n"
+        "from onedoor_transport_slim.options import SlimOptions\n"
+        f"sys.exit(run_ask('a/b/c', 'hi', SlimOptions(endpoint='unix://{tmp_path}/x.sock', secret='{SECRET}')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "pip install" in done.stderr and "mcp" in done.stderr

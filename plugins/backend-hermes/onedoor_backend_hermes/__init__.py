@@ -23,4 +23,4 @@ def hermes_backend(options: HermesOptions | None = None) -> Any:
 
 
 hermes_backend.Options = HermesOptions  # type: ignore[attr-defined]
-hermes_backend.capabilities = frozenset()  # type: ignore[attr-defined]
+hermes_backend.capabilities = frozenset({"approvals"})  # type: ignore[attr-defined]

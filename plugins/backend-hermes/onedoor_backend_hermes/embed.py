@@ -23,7 +23,11 @@ CONFIG = """\
 model:
   context_length: {context_length}
 agent:
-  environment_probe: false
+  environment_probe: false   # it runs pip/python subprocesses to describe this machine
+security:
+  # tirith, hermes' command scanner, downloads its binary from GitHub on first use.
+  # Install it yourself and set tirith_enabled: true (and tirith_path) to use it.
+  tirith_enabled: false
 """
 
 

@@ -115,11 +115,14 @@ class PydanticAIAgent:
             kwargs["toolsets"] = toolsets
         if any(t.client for t in tools):
             kwargs["output_type"] = [agent.output_type, DeferredToolRequests]
+        denied: set[str] = set()
+        kwargs["capabilities"] = [approvals_capability(context, denied)]
         parts: list[str] = []
         open_calls: dict[str, str] = {}
         output: Any = None
         try:
-            async with agent.run_stream_events(message, **kwargs) as events:
+            # An empty message continues after tool results (a client answered its tools).
+            async with agent.run_stream_events(message or None, **kwargs) as events:
                 async for ev in events:
                     if isinstance(ev, PartStartEvent):
                         part = ev.part
@@ -145,7 +148,7 @@ class PydanticAIAgent:
                         name = open_calls.pop(result.tool_call_id, None)
                         if name is None:
                             continue
-                        if isinstance(result, RetryPromptPart):
+                        if isinstance(result, RetryPromptPart) or result.tool_call_id in denied:
                             yield ToolFinished(result.tool_call_id, name, _jsonable(result.content), True)
                         else:
                             yield ToolFinished(result.tool_call_id, name, _jsonable(result.content), False)
@@ -175,6 +178,29 @@ class PydanticAIAgent:
             parts.append(output)  # a model that did not stream its text
             yield TextDelta(output)
         yield RunFinished(run_id, "".join(parts))
+
+
+def approvals_capability(context: RunContext | None, denied: set[str]) -> Any:
+    """Tools that need approval (``requires_approval=True``) ask the door, through the kernel.
+
+    No door approver, a rejection or a cancel mean no. External (client) calls are left
+    pending: they end the run with stop_reason ``pending_tools``.
+    """
+    from pydantic_ai import DeferredToolResults, ToolDenied
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    async def handle(_ctx: Any, requests: Any) -> Any:
+        if not requests.approvals:
+            return None
+        answers: dict[str, Any] = {}
+        for call in requests.approvals:
+            ok = context is not None and await context.request_approval(call.tool_call_id, call.tool_name, _args(call))
+            if not ok:
+                denied.add(call.tool_call_id)
+            answers[call.tool_call_id] = True if ok else ToolDenied("The user did not approve this tool call.")
+        return DeferredToolResults(approvals=answers)
+
+    return HandleDeferredToolCalls(handler=handle)
 
 
 def build_toolsets(tools: Sequence[ToolSpec]) -> list[Any]:

@@ -25,7 +25,7 @@ class McpDoor:
         return ctx.options_for(self.name) or McpOptions()
 
     def asgi_mount(self, ctx: ServeContext) -> Any:
-        from .http import mount
+        from .asgi import mount
 
         return mount(ctx, self._options(ctx), door=self.name)
 

@@ -155,7 +155,7 @@ class SlimChannel:
             return
         self._closed = True
         try:
-            await asyncio.wait_for(self._app.delete_session_async(self.session), 2.0)
+            await asyncio.wait_for(self._app.delete_session_and_wait_async(self.session), 2.0)
         except Exception:  # noqa: BLE001 - already gone, or the wait ran out
             pass
         self._reader.cancel()

@@ -58,7 +58,7 @@ class SlimClient:
         budget = (options.session_retries + 1) * options.session_interval * 3 + 5.0
         try:
             session = await asyncio.wait_for(self._app.create_session_and_wait_async(config, target), budget)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise SlimTransportError(f"no SLIM session with {name} within {budget:.0f}s") from None
         except sb.SlimError as exc:
             text = describe_error(exc)
@@ -86,7 +86,7 @@ class SlimClient:
 
 def client_options(options: SlimOptions | None = None, **overrides: Any) -> SlimOptions:
     """Options for a client: snappier liveness probes than a worker's by default."""
-    base = options or SlimOptions(probe_interval=2.0, probe_timeout=3.0)
+    base = options or SlimOptions(probe_interval=5.0, probe_timeout=5.0)
     return replace(base, **overrides) if overrides else base
 
 

@@ -56,7 +56,8 @@ def seconds(value: float) -> datetime.timedelta:
 
 def describe_error(exc: BaseException) -> str:
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    lines = [line.strip(" ->") for line in str(message).splitlines() if line.strip()]
+    lines = [line.strip().lstrip("->").strip() for line in str(message).splitlines()]
+    lines = [line for line in lines if line and line != "Caused by:"]
     return "; ".join(dict.fromkeys(lines))
 
 
@@ -79,12 +80,15 @@ def client_config(sb: Any, options: SlimOptions) -> Any:
 
 def server_config(sb: Any, options: SlimOptions) -> Any:
     endpoint = options.endpoint
+    address = endpoint.split("://", 1)[1].rstrip("/")  # a node listens on host:port
     if endpoint.startswith("https://"):
         if not (options.tls_cert_file and options.tls_key_file):
             raise SlimTransportError("an https SLIM node needs -o tls_cert_file=… and -o tls_key_file=…")
         return sb.new_secure_server_config(
-            endpoint, sb.TlsSource.FILE(cert=options.tls_cert_file, key=options.tls_key_file)
+            address, sb.TlsSource.FILE(cert=options.tls_cert_file, key=options.tls_key_file)
         )
+    if endpoint.startswith("http://"):
+        return sb.new_insecure_server_config(address)
     path = unix_path(endpoint)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -128,14 +132,15 @@ async def start_node(sb: Any, options: SlimOptions) -> Any:
     return service
 
 
-_shared: dict[tuple[int, str], list[int]] = {}  # (service, endpoint) -> [conn id, users]
-_locks: dict[tuple[int, str], asyncio.Lock] = {}
+_shared: dict[str, list[int]] = {}  # endpoint -> [conn id, users] on the global service
+_locks: dict[str, asyncio.Lock] = {}
 
 
 async def acquire(sb: Any, service: Any, options: SlimOptions) -> int:
-    """A connection to the node, shared by every user of this service in the process
-    (a service holds one connection per endpoint)."""
-    key = (id(service), options.endpoint)
+    """A connection of the global service to the node, shared by every client in the
+    process (a service holds one connection per endpoint; the Python wrappers of the
+    global service are new objects on every call, so the key is the endpoint)."""
+    key = options.endpoint
     async with _locks.setdefault(key, asyncio.Lock()):
         entry = _shared.get(key)
         if entry is None:
@@ -152,7 +157,7 @@ async def acquire(sb: Any, service: Any, options: SlimOptions) -> int:
 
 
 def release(service: Any, endpoint: str) -> None:
-    key = (id(service), endpoint)
+    key = endpoint
     entry = _shared.get(key)
     if entry is None:
         return
@@ -176,7 +181,7 @@ async def connect(sb: Any, service: Any, options: SlimOptions) -> int:
     budget = options.connect_attempts * (options.connect_timeout + 0.5) + 2.0
     try:
         return await asyncio.wait_for(service.connect_async(client_config(sb, options)), budget)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise SlimTransportError(
             f"the SLIM node at {options.endpoint} did not answer within {budget:.0f}s"
         ) from None

@@ -9,7 +9,9 @@ DNS-rebinding protection: a browser page on an attacker's domain can resolve tha
 domain to 127.0.0.1 and reach this server; its requests then carry the attacker's
 Host (and Origin). Only loopback names, the host the transport binds and the hosts
 named in ``allowed_hosts`` are served; others get 421 (wrong Host) or 403 (wrong
-Origin). The check runs here, for both SDK versions, and again inside the SDK.
+Origin). The check runs here, for both SDK versions, and again inside the SDK. A server
+bound to every interface (0.0.0.0) behind the transport's bearer token accepts any Host,
+since a rebinding page cannot present the token; browser Origins are still checked.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def allowed_origins(options: McpOptions, bind_host: str | None = None) -> list[s
 
 def _matches(value: str, patterns: list[str]) -> bool:
     for pattern in patterns:
-        if value == pattern:
+        if value == pattern or pattern == "*":
             return True
         if pattern.endswith(":*") and value.startswith(pattern[:-1]) and value[len(pattern) - 1 :].isdigit():
             return True
@@ -115,6 +117,10 @@ def make_app(ctx: ServeContext, options: McpOptions | None = None, door: str = "
     transport_options = ctx.options_for(ctx.transport_name) if ctx.transport_name else None
     bind_host = getattr(transport_options, "host", None)
     hosts = allowed_hosts(options, bind_host)
+    if bind_host in WILDCARD_BINDS[1:] and getattr(transport_options, "token", None):
+        # Served to the network behind a bearer token: a rebinding page cannot present the
+        # token, and the names clients use are unknown here. Origin is still checked.
+        hosts = ["*"]
     origins = allowed_origins(options, bind_host)
     server, _tool = build(ctx.kernel, options, door)
     manager = compat.session_manager(
@@ -122,7 +128,7 @@ def make_app(ctx: ServeContext, options: McpOptions | None = None, door: str = "
         stateless=options.stateless,
         hosts=hosts,
         origins=origins,
-        protect=options.dns_rebinding_protection,
+        protect=options.dns_rebinding_protection and hosts != ["*"],  # the SDK knows no "any host"
         max_body=options.max_body_bytes,
     )
     return McpApp(manager, hosts, origins, options.dns_rebinding_protection)
