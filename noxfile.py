@@ -17,7 +17,6 @@ listed test folders run in it::
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 

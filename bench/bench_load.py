@@ -66,7 +66,7 @@ async def stream_once(port: int, path: str, body: dict, disconnect_after: int | 
     payload = json.dumps(body).encode()
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout)
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         out.error = f"connect: {exc}"
         return out
     try:
@@ -124,7 +124,7 @@ async def stream_once(port: int, path: str, body: dict, disconnect_after: int | 
             if out.terminal:
                 break
         return out
-    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
+    except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
         out.error = f"{type(exc).__name__}: {exc}"
         return out
     finally:
@@ -189,7 +189,7 @@ async def sample(pid: int, stop: asyncio.Event, into: list[tuple[float, int, int
         into.append((time.monotonic(), rss, threads))
         try:
             await asyncio.wait_for(stop.wait(), every)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 

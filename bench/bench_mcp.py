@@ -3,7 +3,8 @@
 Both servers answer the same text ("pong") to the same MCP Python SDK client, over the
 same transport, in the same run:
 
-- stdio: ``onedoor serve --door mcp --transport stdio`` (scripted backend, short reply)
+- stdio: ``onedoor serve --door mcp --transport stdio`` (scripted backend, short reply,
+  async mode; the sync mode, which adds the kernel's worker thread, is reported too)
   vs a bare low-level SDK server on the SDK's own stdio transport whose tool returns the
   text directly;
 - http: ``onedoor serve --door mcp --transport http`` vs the bare server's streamable HTTP
@@ -29,11 +30,14 @@ import statistics
 import subprocess
 import sys
 import time
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator
 
 REPLY = "pong"
-DOOR_OPTIONS = ["-o", f"scripted.reply={REPLY}", "-o", "scripted.tool=false", "-o", "scripted.reasoning=false"]
+SYNC_OPTIONS = ["-o", f"scripted.reply={REPLY}", "-o", "scripted.tool=false", "-o", "scripted.reasoning=false"]
+# The ratios use the scripted backend's async mode, so they measure the door; the sync
+# mode (a worker thread per run, the kernel's business) is reported beside them.
+DOOR_OPTIONS = [*SYNC_OPTIONS, "-o", "scripted.mode=async"]
 
 
 # -- the bare baseline server ---------------------------------------------------------------------
@@ -93,20 +97,19 @@ async def call(session: Any) -> float:
     return elapsed
 
 
-async def alternate(door: Any, bare: Any, calls: int, warmup: int) -> tuple[list[float], list[float]]:
-    """Call the two servers turn about, so load from elsewhere hits both sides alike."""
+async def alternate(sessions: dict[str, Any], calls: int, warmup: int) -> dict[str, list[float]]:
+    """Call the servers turn about (rotating who goes first), so load from elsewhere on
+    the machine hits every side alike."""
+    names = list(sessions)
     for _ in range(warmup):
-        await call(door)
-        await call(bare)
-    door_times, bare_times = [], []
+        for name in names:
+            await call(sessions[name])
+    times: dict[str, list[float]] = {name: [] for name in names}
     for index in range(calls):
-        if index % 2:
-            door_times.append(await call(door))
-            bare_times.append(await call(bare))
-        else:
-            bare_times.append(await call(bare))
-            door_times.append(await call(door))
-    return door_times, bare_times
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(await call(sessions[name]))
+    return times
 
 
 @asynccontextmanager
@@ -132,14 +135,16 @@ async def http_session(url: str) -> AsyncIterator[Any]:
             yield session
 
 
-async def over_stdio(door_argv: list[str], bare_argv: list[str], calls: int, warmup: int) -> tuple[list[float], list[float]]:
-    async with stdio_session(door_argv) as door, stdio_session(bare_argv) as bare:
-        return await alternate(door, bare, calls, warmup)
+async def over_stdio(argvs: dict[str, list[str]], calls: int, warmup: int) -> dict[str, list[float]]:
+    async with AsyncExitStack() as stack:
+        sessions = {name: await stack.enter_async_context(stdio_session(argv)) for name, argv in argvs.items()}
+        return await alternate(sessions, calls, warmup)
 
 
-async def over_http(door_url: str, bare_url: str, calls: int, warmup: int) -> tuple[list[float], list[float]]:
-    async with http_session(door_url) as door, http_session(bare_url) as bare:
-        return await alternate(door, bare, calls, warmup)
+async def over_http(urls: dict[str, str], calls: int, warmup: int) -> dict[str, list[float]]:
+    async with AsyncExitStack() as stack:
+        sessions = {name: await stack.enter_async_context(http_session(url)) for name, url in urls.items()}
+        return await alternate(sessions, calls, warmup)
 
 
 def free_port() -> int:
@@ -190,23 +195,24 @@ def main() -> None:
         return
     calls, warmup, rounds = (40, 5, 1) if args.quick else (200, 20, 2)
     me = os.path.abspath(__file__)
-    door_stdio = [sys.executable, "-m", "onedoor", "serve", "--door", "mcp", "--transport", "stdio", *DOOR_OPTIONS]
-    bare_stdio = [sys.executable, me, "--bare", "stdio", "0"]
-    samples: dict[str, list[float]] = {"door_stdio": [], "bare_stdio": [], "door_http": [], "bare_http": []}
+    door = [sys.executable, "-m", "onedoor", "serve", "--door", "mcp"]
+    stdio_argvs = {
+        "door_stdio": [*door, "--transport", "stdio", *DOOR_OPTIONS],
+        "door_sync_stdio": [*door, "--transport", "stdio", *SYNC_OPTIONS],
+        "bare_stdio": [sys.executable, me, "--bare", "stdio", "0"],
+    }
+    samples: dict[str, list[float]] = {}
     for _ in range(rounds):
-        door, bare = asyncio.run(over_stdio(door_stdio, bare_stdio, calls, warmup))
-        samples["door_stdio"] += door
-        samples["bare_stdio"] += bare
+        for name, values in asyncio.run(over_stdio(stdio_argvs, calls, warmup)).items():
+            samples.setdefault(name, []).extend(values)
         if http_transport_installed():
             door_port, bare_port = free_port(), free_port()
             bare_proc = start([sys.executable, me, "--bare", "http", str(bare_port)])
-            door_proc = start([sys.executable, "-m", "onedoor", "serve", "--door", "mcp", "--transport", "http",
-                               "--port", str(door_port), *DOOR_OPTIONS])
+            door_proc = start([*door, "--transport", "http", "--port", str(door_port), *DOOR_OPTIONS])
             try:
-                door, bare = asyncio.run(over_http(
-                    f"http://127.0.0.1:{door_port}/mcp/", f"http://127.0.0.1:{bare_port}/mcp", calls, warmup))
-                samples["door_http"] += door
-                samples["bare_http"] += bare
+                urls = {"door_http": f"http://127.0.0.1:{door_port}/mcp/", "bare_http": f"http://127.0.0.1:{bare_port}/mcp"}
+                for name, values in asyncio.run(over_http(urls, calls, warmup)).items():
+                    samples.setdefault(name, []).extend(values)
             finally:
                 stop(door_proc)
                 stop(bare_proc)
@@ -217,7 +223,7 @@ def main() -> None:
             metrics[f"{key}_p90_ms"] = round(statistics.quantiles(values, n=10)[-1], 3)
     ratios: dict[str, Any] = {}
     for kind in ("stdio", "http"):
-        if samples[f"door_{kind}"] and samples[f"bare_{kind}"]:
+        if samples.get(f"door_{kind}") and samples.get(f"bare_{kind}"):
             ratio = statistics.median(samples[f"door_{kind}"]) / statistics.median(samples[f"bare_{kind}"])
             ratios[f"{kind}_round_trip_p50"] = {"value": round(ratio, 3), "target": "<= 1.3"}
     from importlib.metadata import version

@@ -129,7 +129,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls (under 15 s)")
     args = parser.parse_args()
-    calls, warmup, setups, sessions = (30, 5, 5, 16) if args.quick else (200, 20, 20, 80)
+    calls, warmup, setups, sessions = (30, 5, 5, 16) if args.quick else (500, 50, 30, 160)
 
     from onedoor_transport_slim.options import SlimOptions
 

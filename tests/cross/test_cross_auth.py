@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
 from onedoor import plugins
 
 TOKEN = "cross-door-test-token-0123456789"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from onedoor.events import RunFinished, RunStarted, TextDelta, ToolFinished, ToolStarted
 from onedoor.kernel import Backend, Kernel, Limits
 

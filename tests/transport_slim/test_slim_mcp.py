@@ -195,3 +195,24 @@ def test_ask_command_without_the_mcp_package_says_what_to_install(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "pip install" in done.stderr and "mcp" in done.stderr
+
+
+async def test_sigterm_cancels_running_calls_and_exits_cleanly(node_cluster):
+    worker = node_cluster.worker("mcp")
+    started = asyncio.Event()
+
+    async def on_progress(value, total, message):
+        started.set()
+
+    async with open_channel(options=node_cluster.options()) as channel, mcp_streams(channel) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=mcp_timeout(60)) as session:
+            await session.initialize()
+            call = asyncio.ensure_future(session.call_tool("ask", {"message": "/slow /long 2000"}, progress_callback=on_progress))
+            await asyncio.wait_for(started.wait(), 20)
+            assert worker.stop() == 0
+            outcome = await asyncio.wait_for(asyncio.gather(call, return_exceptions=True), 20)
+            assert isinstance(outcome[0], Exception) or is_error(outcome[0])
+    record = wait_outcome(worker, lambda r: r["message"].startswith("/slow"))
+    assert record["stop_reason"] == "cancelled"
+    assert "stopped" in worker.text()
+    assert worker.stdout() == ""

@@ -42,8 +42,9 @@ async def ask_editor(turn: Any, call_id: str, name: str, arguments: Any) -> bool
     if turn.door.options.permissions == "allow" or name in settings.get("always_allow", ()):
         turn.approved.add(call_id)
         return True
-    await turn.notify(tool_start(call_id, name, arguments))
-    turn.announced.add(call_id)
+    if call_id not in turn.announced:  # libraries that announce first already showed it
+        turn.announced.add(call_id)
+        await turn.notify(tool_start(call_id, name, arguments))
     if name in settings.get("always_reject", ()):
         await turn.reject(call_id, name, arguments)
         return False

@@ -486,6 +486,7 @@ class AcpServer:
                     if event.call_id not in turn.rejected:
                         recorder.add(event)
                         if event.call_id not in turn.announced:
+                            turn.announced.add(event.call_id)
                             await turn.notify(tool_start(event.call_id, event.name, event.arguments))
                         await turn.notify(tool_status(event.call_id, "in_progress"))
                 elif kind is ToolFinished:

@@ -13,8 +13,8 @@ from typing import List, Optional
 from onedoor.hookspecs import hookimpl
 
 
-def _options(pairs: list[str], **extra: object) -> object:
-    from onedoor.options import parse_options, split_cli_options
+def _options(pairs: list[str], defaults: dict | None = None, **extra: object) -> object:
+    from onedoor.options import load_config_file, parse_options, split_cli_options
 
     from .options import SlimOptions
 
@@ -25,7 +25,8 @@ def _options(pairs: list[str], **extra: object) -> object:
 
         raise OptionsError(f"unknown option scope(s) {', '.join(sorted(scoped))}: write slim.NAME=… or NAME=…")
     values.update({k: v for k, v in extra.items() if v is not None})
-    return parse_options(SlimOptions, "slim", cli=values)
+    table = load_config_file(None).get("options", {}).get("slim", {})  # ./onedoor.toml, if any
+    return parse_options(SlimOptions, "slim", cli=values, file={**(defaults or {}), **table})
 
 
 @hookimpl
@@ -60,4 +61,4 @@ def onedoor_cli(app: object) -> None:
             message = sys.stdin.read()
         from .ask import run_ask
 
-        raise typer.Exit(run_ask(name, message, _options(list(option or []), name=name), timeout=timeout))  # type: ignore[arg-type]
+        raise typer.Exit(run_ask(name, message, _options(list(option or []), {"probe_interval": 5.0, "probe_timeout": 5.0}, name=name), timeout=timeout))  # type: ignore[arg-type]
