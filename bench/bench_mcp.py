@@ -228,6 +228,10 @@ def main() -> None:
             ratios[f"{kind}_round_trip_p50"] = {"value": round(ratio, 3), "target": "<= 1.3"}
     from importlib.metadata import version
 
+    if samples.get("door_sync_stdio") and samples.get("bare_stdio"):
+        metrics["stdio_sync_backend_ratio_p50"] = round(
+            statistics.median(samples["door_sync_stdio"]) / statistics.median(samples["bare_stdio"]), 3
+        )
     import mcp  # noqa: F401
 
     metrics["mcp_sdk"] = version("mcp")

@@ -130,23 +130,14 @@ def load(kind: str, name: str) -> Any:
     def ignore_missing(_names: Any) -> None:
         pass  # reported below as "not installed", with a hint
 
+    common: dict[str, Any] = {
+        "namespace": GROUPS[kind], "name": name, "invoke_on_load": False, "on_load_failure_callback": on_failure
+    }
     try:
         try:
-            manager = DriverManager(
-                namespace=GROUPS[kind],
-                name=name,
-                invoke_on_load=False,
-                on_load_failure_callback=on_failure,
-                on_missing_entrypoints_callback=ignore_missing,
-            )
+            manager = DriverManager(**common, on_missing_entrypoints_callback=ignore_missing)
         except TypeError:  # stevedore before 5.5 knows only the older flag
-            manager = DriverManager(
-                namespace=GROUPS[kind],
-                name=name,
-                invoke_on_load=False,
-                on_load_failure_callback=on_failure,
-                warn_on_missing_entrypoint=False,
-            )
+            manager = DriverManager(**common, warn_on_missing_entrypoint=False)
         obj = manager.driver
     except NoMatches:
         if failures:

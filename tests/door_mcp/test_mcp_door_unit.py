@@ -10,8 +10,8 @@ import pytest
 from onedoor.composition import ChannelClosed, MessageTooLarge, ServeContext
 from onedoor.testing import scripted_kernel
 from onedoor_door_mcp import McpOptions, door
-from onedoor_door_mcp.channel import decode
 from onedoor_door_mcp.asgi import _matches, allowed_hosts, allowed_origins
+from onedoor_door_mcp.channel import decode
 from onedoor_door_mcp.tool import AskTool
 
 pytestmark = pytest.mark.timeout(60)
@@ -204,3 +204,20 @@ def test_any_host_when_served_to_the_network_behind_a_token() -> None:
     loopback = app_for("127.0.0.1", "t" * 32)
     assert loopback.hosts != ["*"] and not _matches("evil.example", loopback.hosts)
     assert not _matches("http://evil.example", app_for("0.0.0.0", "t" * 32).origins)
+
+
+async def test_tool_name_and_server_name_options() -> None:
+    channel = FakeChannel()
+    ctx = ServeContext(kernel=scripted_kernel(), options={"mcp": McpOptions(tool_name="consult", server_name="helper")})
+    task = asyncio.ensure_future(door().serve_channel(channel, ctx))
+    channel.push(INIT)
+    assert (await channel.answer(0))["result"]["serverInfo"]["name"] == "helper"
+    channel.push({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    channel.push({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert [t["name"] for t in (await channel.answer(1))["result"]["tools"]] == ["consult"]
+    channel.push({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask", "arguments": {"message": "x"}}})
+    assert (await channel.answer(2))["error"]["code"] == -32602
+    channel.push({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "consult", "arguments": {"message": "x"}}})
+    assert (await channel.answer(3))["result"]["content"][0]["text"].startswith("You said: x")
+    channel.push(None)
+    await asyncio.wait_for(task, 15)

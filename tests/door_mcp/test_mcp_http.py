@@ -168,3 +168,32 @@ async def test_the_app_alone_serves_and_runs_its_own_lifespan(sdk: Any, standalo
         result = await session.call_tool("ask", {"message": "standalone"})
     assert sdk.text(result).startswith("You said: standalone")
     assert kernel.active_runs == 0
+
+
+async def test_stateless_mode_still_streams_progress(sdk: Any, start_http_server: Any) -> None:
+    """SDK 1.x loses progress in stateless mode unless it is tied to the request."""
+    server = start_http_server("-o", "mcp.stateless=true")
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    async with sdk.http(server.url) as session:
+        result = await session.call_tool("ask", {"message": "stateless stream"}, progress_callback=on_progress)
+    texts = [m for m in seen if not m.startswith("[tool ")]
+    assert "".join(texts) == sdk.text(result) == "You said: stateless stream (2 words, turn 1)"
+
+
+def test_ending_the_session_cancels_its_runs(http_server: Any, outcomes: Any) -> None:
+    with httpx.Client(timeout=30, follow_redirects=True) as client:
+        session = _initialize(client, http_server.url)
+        headers = {**ACCEPT, "mcp-session-id": session}
+        call = {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                "params": {"name": "ask", "arguments": {"message": "/slow /long 400 end the session"}, "_meta": {"progressToken": 6}}}
+        with client.stream("POST", http_server.url, json=call, headers=headers) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:"):
+                    break  # the run is streaming
+            assert client.delete(http_server.url, headers=headers).status_code == 200
+    record = outcomes.wait_for(lambda r: r["message"].startswith("/slow /long 400 end"))
+    assert record["stop_reason"] == "cancelled" and record["workers_alive"] == 0

@@ -105,9 +105,14 @@ def test_allow_and_block_lists(broken_env):
 def test_serve_explains_impossible_combinations(broken_env):
     result = run_cli("serve", "--door", "terminal", "--transport", "wrongtransport", extra_path=broken_env)
     assert result.returncode == 2 and "not a transport" in result.stderr
-    unknown = run_cli("serve", "--door", "agui", "--transport", "stdio")
-    assert unknown.returncode == 2
-    assert "no door named 'agui'" in unknown.stderr and "pip install onedoor-door-agui" in unknown.stderr
+    from onedoor.plugins import KNOWN_DISTRIBUTIONS, names
+
+    missing = [n for (k, n) in KNOWN_DISTRIBUTIONS if k == "door" and n not in names("door")]
+    name = missing[0] if missing else "no-such-door"
+    unknown = run_cli("serve", "--door", name, "--transport", "stdio")
+    assert unknown.returncode == 2 and f"no door named {name!r}" in unknown.stderr
+    if missing:
+        assert f"pip install {KNOWN_DISTRIBUTIONS[('door', name)]}" in unknown.stderr
     two = run_cli("serve", "--door", "terminal", "--door", "terminal2", "--transport", "stdio", extra_path=make_dist(
         broken_env.parent / "two", "onedoor-test-door2",
         {"onedoor.doors": {"terminal2": "onedoor.builtins.chat:door"}}, {},

@@ -137,7 +137,7 @@ async def test_dead_node_fails_fast(tmp_path):
     sock.bind(str(path))
     sock.close()
     options = SlimOptions(endpoint=f"unix://{path}", secret=SECRET, connect_attempts=2, connect_timeout=1.0)
-    with pytest.raises(SlimTransportError, match="cannot reach the SLIM node"):
+    with pytest.raises(SlimTransportError, match="nothing listens on the socket"):
         async with open_channel(options=options):
             pass
     # A TCP port nobody listens on.
@@ -145,7 +145,7 @@ async def test_dead_node_fails_fast(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     options = SlimOptions(endpoint=f"http://127.0.0.1:{port}", secret=SECRET, connect_attempts=2, connect_timeout=1.0)
-    with pytest.raises(SlimTransportError, match="cannot reach the SLIM node"):
+    with pytest.raises(SlimTransportError, match="no SLIM node at http://127.0.0.1"):
         async with open_channel(options=options):
             pass
 
@@ -162,19 +162,38 @@ def test_worker_with_dead_node_exits_with_a_clear_error(tmp_path):
 
 async def test_killed_worker_ends_the_session_with_an_error_and_others_go_on(node_cluster):
     first = node_cluster.worker("echo")
-    async with open_channel(options=node_cluster.options()) as channel:
-        await channel.send("pid")
-        assert await asyncio.wait_for(channel.recv(), 10) == str(first.pid)
-        node_cluster.worker("echo")  # a second worker takes over new sessions
+    second = node_cluster.worker("echo")
+    client = await SlimClient(node_cluster.options(), SECRET).connect()
+    try:
+        on: dict[int, object] = {}
+        spare = []
+        for _ in range(12):  # open sessions until each worker holds one
+            channel = await client.open()
+            await channel.send("pid")
+            pid = int(await asyncio.wait_for(channel.recv(), 10))
+            if pid in on:
+                spare.append(channel)
+            else:
+                on[pid] = channel
+            if len(on) == 2:
+                break
+        assert set(on) == {first.pid, second.pid}
         first.kill()
-        assert await asyncio.wait_for(channel.recv(), 30) is None  # probe unanswered: the session ends
-        assert "stopped answering" in (channel.error or "")
+        doomed, survivor = on[first.pid], on[second.pid]
+        assert await asyncio.wait_for(doomed.recv(), 30) is None  # probe unanswered: the session ends
+        assert "stopped answering" in (doomed.error or "")
         with pytest.raises(ChannelClosed, match="stopped answering"):
-            await channel.send("anyone?")
+            await doomed.send("anyone?")
+        await survivor.send("still here")  # the other worker's session is unaffected
+        assert await asyncio.wait_for(survivor.recv(), 10) == "echo:still here"
+        for channel in [doomed, survivor, *spare]:
+            await channel.close()
+    finally:
+        await client.close()
     for _ in range(3):
         async with open_channel(options=node_cluster.options()) as channel:
-            await channel.send("still there")
-            assert await asyncio.wait_for(channel.recv(), 10) == "echo:still there"
+            await channel.send("new session")
+            assert await asyncio.wait_for(channel.recv(), 10) == "echo:new session"
 
 
 async def test_embedded_node_and_clean_shutdown(cluster):
@@ -185,6 +204,13 @@ async def test_embedded_node_and_clean_shutdown(cluster):
     assert worker.stop() == 0
     assert "stopped" in worker.text()
     assert worker.stdout() == ""
+    assert not (cluster.root / "node.sock").exists()  # the embedded node cleaned up its socket
+
+
+def test_slim_node_stops_on_sigterm_and_removes_its_socket(node_cluster):
+    assert node_cluster.node.stop() == 0
+    assert "stopped" in node_cluster.node.text()
+    assert not (node_cluster.root / "node.sock").exists()
 
 
 def test_slim_node_refuses_a_second_node_on_the_same_socket(node_cluster):
@@ -204,3 +230,11 @@ def test_plugin_module_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.strip()
     assert out == "[]"
+
+
+def test_worker_stops_with_a_clear_error_when_its_node_dies(node_cluster):
+    worker = node_cluster.worker("echo")
+    node_cluster.node.kill()
+    assert worker.popen.wait(30) == 1
+    assert "lost the SLIM node" in worker.text()
+    assert worker.stdout() == ""

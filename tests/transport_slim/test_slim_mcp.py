@@ -216,3 +216,23 @@ async def test_sigterm_cancels_running_calls_and_exits_cleanly(node_cluster):
     assert record["stop_reason"] == "cancelled"
     assert "stopped" in worker.text()
     assert worker.stdout() == ""
+
+
+def test_ask_command_says_why_when_the_worker_dies(node_cluster):
+    worker = node_cluster.worker("mcp")
+    env = {**os.environ, "ONEDOOR_SLIM_SECRET": SECRET}
+    ask = subprocess.Popen(
+        cli("ask", "--transport", "slim", NAME, "/hang", "-o", f"endpoint={node_cluster.endpoint}",
+            "-o", "probe_interval=1", "-o", "probe_timeout=2"),
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        worker.wait_for("opened", timeout=30)
+        time.sleep(1.0)
+        worker.kill()
+        out, err = ask.communicate(timeout=60)
+    finally:
+        if ask.poll() is None:
+            ask.kill()
+    assert ask.returncode == 2
+    assert "stopped answering" in err

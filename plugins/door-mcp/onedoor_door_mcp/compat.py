@@ -11,12 +11,15 @@ Differences handled here:
   handlers ``(ctx, params)`` in the constructor (``logging/setLevel`` warns there as
   deprecated since 2026-07-28);
 - errors: ``McpError(ErrorData)`` (1.x) and ``MCPError(code=, message=)`` (2.x);
-- progress: 1.x ``send_notification`` drops the request id when it is falsy (id 0),
-  so the notification is built and tagged with ``related_request_id`` here; 2.x's
+- progress: over streamable HTTP a notification must be tied to its request or it is
+  lost (1.x stateless mode); 1.x ``send_notification`` drops a falsy request id (0), so
+  the notification is built and tagged with ``related_request_id`` here; 2.x's
   request-scoped channel is chosen by passing ``related_request_id``;
 - the progress token: ``ctx.meta.progressToken`` (1.x model) or a ``_meta`` dict (2.x);
-- JSON-RPC message parsing and dumping (``model_validate_json`` vs the 2.x adapter,
-  ``exclude_none`` vs ``exclude_unset``);
+- JSON-RPC message parsing and dumping (``JSONRPCMessage`` vs 2.x's
+  ``jsonrpc_message_adapter``, ``exclude_none`` vs ``exclude_unset``);
+- the end of a session: 2.x cancels the session's handlers, 1.x lets them run on, so
+  on 1.x the door cancels the session's runs itself (:class:`SessionScope`);
 - unknown request methods: 1.x answers -32602 for a method outside its request union,
   so the door answers -32601 itself (:func:`is_unknown_method`);
 - the streamable HTTP session manager's constructor arguments.
@@ -24,6 +27,7 @@ Differences handled here:
 
 from __future__ import annotations
 
+import contextvars
 import json
 import typing
 import warnings
@@ -167,6 +171,7 @@ def _build_server_1(name: str, version: str, instructions: str, list_tools: List
     server.request_handlers[types.ListToolsRequest] = on_list_tools
     server.request_handlers[types.CallToolRequest] = on_call_tool
     server.request_handlers[types.SetLevelRequest] = on_set_level
+    _watch_sessions(server)
     return server
 
 
@@ -202,6 +207,126 @@ def _build_server_2(name: str, version: str, instructions: str, list_tools: List
 async def run_server(server: Any, read_stream: Any, write_stream: Any) -> None:
     """Serve one connection over a pair of memory streams of SessionMessage."""
     await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+# -- the end of a session cancels its runs (1.x lets handlers run on) ----------------------
+
+
+class SessionScope:
+    """The runs of one MCP session: cancelled when the session's input ends.
+
+    SDK 2.x cancels a session's handlers itself when the session ends. SDK 1.x stops
+    reading but lets handlers run to completion (a DELETE of an HTTP session, the end of
+    a channel), so on 1.x each ``server.run`` gets a scope in a context variable and its
+    read stream is watched.
+    """
+
+    def __init__(self) -> None:
+        self.cancels: set[Callable[[], None]] = set()
+        self.ended = False
+
+    def add(self, cancel: Callable[[], None]) -> None:
+        if self.ended:
+            cancel()
+        else:
+            self.cancels.add(cancel)
+
+    def discard(self, cancel: Callable[[], None]) -> None:
+        self.cancels.discard(cancel)
+
+    def end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            for cancel in list(self.cancels):
+                cancel()
+
+
+_SCOPE: contextvars.ContextVar[SessionScope | None] = contextvars.ContextVar("onedoor_mcp_session", default=None)
+
+
+def current_session() -> SessionScope | None:
+    return _SCOPE.get()
+
+
+class _WatchedReceive:
+    """A receive stream that ends the session scope when it ends."""
+
+    def __init__(self, inner: Any, scope: SessionScope) -> None:
+        self._inner = inner
+        self._scope = scope
+
+    async def receive(self) -> Any:
+        import anyio
+
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._scope.end()
+            raise
+
+    def __aiter__(self) -> Any:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+class _QuietSend:
+    """A send stream that drops what is sent after the session closed it (a late answer)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def send(self, item: Any) -> None:
+        import anyio
+
+        try:
+            await self._inner.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+def _watch_sessions(server: Any) -> None:
+    plain_run = server.run
+
+    async def run(read_stream: Any, write_stream: Any, *args: Any, **kwargs: Any) -> Any:
+        scope = SessionScope()
+        _SCOPE.set(scope)  # this task's context: the session's handler tasks inherit it
+        try:
+            return await plain_run(_WatchedReceive(read_stream, scope), _QuietSend(write_stream), *args, **kwargs)
+        finally:
+            scope.end()
+
+    server.run = run
 
 
 # -- JSON-RPC messages --------------------------------------------------------------------

@@ -16,7 +16,7 @@ from onedoor.errors import RunRefused
 from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
 from onedoor.kernel import Kernel
 
-from .compat import INVALID_PARAMS, Outcome, Progress, ProtocolError
+from .compat import INVALID_PARAMS, Outcome, Progress, ProtocolError, current_session
 
 ROLES = ["user", "assistant", "system"]
 META_KIND = "onedoor/event"  # key in a progress notification's _meta: text, tool_started, tool_finished
@@ -122,8 +122,17 @@ class AskTool:
             hint = f" (retry after {exc.retry_after:g} s)" if exc.retry_after else ""
             return Outcome(f"The agent refused the request ({exc.reason}): {exc}{hint}", is_error=True)
         self.active.add(run)
+        session = current_session()
+        if session is not None:
+            session.add(run.cancel)
         consumer = asyncio.ensure_future(self._consume(run, progress))
-        consumer.add_done_callback(lambda _: self.active.discard(run))
+
+        def done(_: Any) -> None:
+            self.active.discard(run)
+            if session is not None:
+                session.discard(run.cancel)
+
+        consumer.add_done_callback(done)
         try:
             return await asyncio.shield(consumer)
         except BaseException:

@@ -31,6 +31,7 @@ async def ask(name: str, message: str, options: SlimOptions, *, out_fd: int, tim
         )
         return 2
     from .client import client_options, mcp_streams, mcp_timeout, open_channel
+    from .runtime import SlimTransportError
 
     streamed = False
 
@@ -42,15 +43,20 @@ async def ask(name: str, message: str, options: SlimOptions, *, out_fd: int, tim
 
     secret = resolve_secret(options)
     async with open_channel(name, options=client_options(options), secret=secret) as channel:
-        async with mcp_streams(channel) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=mcp_timeout(timeout)) as session:
-                await session.initialize()
-                tools = await session.list_tools()
-                if not any(t.name == "ask" for t in tools.tools):
-                    names = ", ".join(t.name for t in tools.tools) or "none"
-                    print(f"onedoor ask: {name} has no 'ask' tool (tools: {names})", file=sys.stderr)
-                    return 2
-                result = await session.call_tool("ask", {"message": message}, progress_callback=on_progress)
+        try:
+            async with mcp_streams(channel) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=mcp_timeout(timeout)) as session:
+                    await session.initialize()
+                    tools = await session.list_tools()
+                    if not any(t.name == "ask" for t in tools.tools):
+                        names = ", ".join(t.name for t in tools.tools) or "none"
+                        print(f"onedoor ask: {name} has no 'ask' tool (tools: {names})", file=sys.stderr)
+                        return 2
+                    result = await session.call_tool("ask", {"message": message}, progress_callback=on_progress)
+        except BaseException:
+            if channel.error:  # say why the session ended rather than the SDK's "Connection closed"
+                raise SlimTransportError(channel.error) from None
+            raise
     text = "".join(getattr(block, "text", "") for block in result.content)
     if getattr(result, "is_error", None) or getattr(result, "isError", False):
         if streamed:

@@ -12,7 +12,7 @@ import signal
 import sys
 
 from . import runtime
-from .options import SlimOptions, unix_path
+from .options import SlimOptions
 
 
 async def _run(options: SlimOptions) -> int:
@@ -24,16 +24,7 @@ async def _run(options: SlimOptions) -> int:
         loop.add_signal_handler(sig, stop.set)
     print(f"onedoor slim-node: listening on {options.endpoint}", file=sys.stderr, flush=True)
     await stop.wait()
-    try:
-        service.stop_server(options.endpoint)
-    except Exception:  # noqa: BLE001
-        pass
-    path = unix_path(options.endpoint)
-    if path is not None:
-        try:
-            path.unlink()
-        except OSError:
-            pass
+    runtime.stop_node(service, options)
     print("onedoor slim-node: stopped", file=sys.stderr, flush=True)
     return 0
 

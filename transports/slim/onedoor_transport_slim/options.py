@@ -55,7 +55,10 @@ class SlimOptions:
     tls_cert_file: str = field(default="", metadata={"help": "embedded node / slim-node over https: certificate (PEM)"})
     tls_key_file: str = field(default="", metadata={"help": "embedded node / slim-node over https: private key (PEM)"})
     log_sessions: bool = field(default=False, metadata={"help": "log each session's start and end on stderr"})
-    log_level: str = field(default="error", metadata={"help": "SLIM's native log level (to stderr): off, error, warn, info"})
+    node_check_interval: float = field(
+        default=2.0, metadata={"help": "seconds between a worker's checks that its node is still there (0: never)"}
+    )
+    log_level: str = field(default="error", metadata={"help": "SLIM's native log level (to stderr): error, warn, info, debug"})
 
     def __post_init__(self) -> None:
         parts = self.name.split("/")
@@ -67,6 +70,8 @@ class SlimOptions:
             raise OptionsError(
                 f"SLIM endpoint must start with unix://, http:// or https://, got {self.endpoint!r}"
             )
+        if self.log_level not in ("error", "warn", "info", "debug", "trace"):
+            raise OptionsError(f"SLIM log_level must be error, warn, info, debug or trace, got {self.log_level!r}")
         for name in ("connect_timeout", "session_interval"):
             if getattr(self, name) <= 0:
                 raise OptionsError(f"option {name!r} of 'slim' must be above 0")

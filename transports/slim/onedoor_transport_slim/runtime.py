@@ -72,9 +72,8 @@ def client_config(sb: Any, options: SlimOptions) -> Any:
         config = sb.new_insecure_client_config(endpoint)
     config.connect_timeout = seconds(options.connect_timeout)
     config.request_timeout = seconds(max(options.connect_timeout, 5.0))
-    config.backoff = sb.BackoffConfig.FIXED_INTERVAL(
-        config=sb.FixedIntervalBackoff(interval=seconds(0.2), max_attempts=options.connect_attempts)
-    )
+    backoff = sb.FixedIntervalBackoff(interval=seconds(0.2), max_attempts=options.connect_attempts)
+    config.backoff = sb.BackoffConfig.FIXED_INTERVAL(config=backoff)
     return config
 
 
@@ -132,6 +131,21 @@ async def start_node(sb: Any, options: SlimOptions) -> Any:
     return service
 
 
+def stop_node(service: Any, options: SlimOptions) -> None:
+    """Stop a node started by :func:`start_node` and remove its socket file."""
+    endpoint = options.endpoint
+    try:
+        service.stop_server(endpoint if endpoint.startswith("unix://") else endpoint.split("://", 1)[1].rstrip("/"))
+    except Exception:  # noqa: BLE001 - already stopped
+        pass
+    path = unix_path(endpoint)
+    if path is not None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
 _shared: dict[str, list[int]] = {}  # endpoint -> [conn id, users] on the global service
 _locks: dict[str, asyncio.Lock] = {}
 
@@ -170,12 +184,50 @@ def release(service: Any, endpoint: str) -> None:
             pass
 
 
+def _reachable(endpoint: str, timeout: float) -> str | None:
+    """Why the node's address cannot be reached right now, or None."""
+    import socket
+
+    path = unix_path(endpoint)
+    if path is not None:
+        if not path.exists():
+            return "the socket does not exist"
+        return None if _socket_alive(path) else "nothing listens on the socket"
+    address = endpoint.split("://", 1)[1].split("/", 1)[0]
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port or 443)), timeout=timeout):
+            return None
+    except (OSError, ValueError) as exc:
+        return str(exc) or type(exc).__name__
+
+
+def node_identity(endpoint: str) -> Any:
+    """What tells this node from a restarted one: the unix socket's inode."""
+    path = unix_path(endpoint)
+    try:
+        return path.stat().st_ino if path is not None else None
+    except OSError:
+        return None
+
+
+def node_lost(endpoint: str, identity: Any, timeout: float) -> str | None:
+    """Why the node we connected to is gone (or replaced), or None if it is still there."""
+    problem = _reachable(endpoint, timeout)
+    if problem:
+        return problem
+    if identity is not None and node_identity(endpoint) != identity:
+        return "a new node replaced it"
+    return None
+
+
 async def connect(sb: Any, service: Any, options: SlimOptions) -> int:
-    """Connect a service to the node; a clear error within attempts x timeout."""
-    path = unix_path(options.endpoint)
-    if path is not None and not path.exists():
+    """Connect a service to the node; a clear error within attempts x timeout (the
+    address is checked first, so a dead node fails at once)."""
+    problem = await asyncio.to_thread(_reachable, options.endpoint, options.connect_timeout)
+    if problem is not None:
         raise SlimTransportError(
-            f"no SLIM node at {options.endpoint} (the socket does not exist): start one with "
+            f"no SLIM node at {options.endpoint} ({problem}): start one with "
             "`onedoor slim-node`, or serve with -o embed_node=true"
         )
     budget = options.connect_attempts * (options.connect_timeout + 0.5) + 2.0

@@ -41,12 +41,14 @@ class Worker:
                 loop.add_signal_handler(sig, self.stop.set)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
+        node_service = None
         if options.embed_node:
-            await runtime.start_node(sb, options)
+            node_service = await runtime.start_node(sb, options)
             service = sb.create_service("onedoor-worker")  # an app must not use its own node's service
         else:
             service = sb.get_global_service()
         conn = await runtime.connect(sb, service, options)
+        identity = runtime.node_identity(options.endpoint)
         app = runtime.make_app(sb, service, options.name, self.secret)
         name = sb.Name.from_string(options.name)
         await app.subscribe_async(name, conn)
@@ -55,16 +57,35 @@ class Worker:
         _log(f"serving door {self.door.name!r} as {options.name} via {node} {options.endpoint} ({mls})")
         accept = asyncio.create_task(self._accept(app, sb))
         stopper = asyncio.create_task(self.stop.wait())
-        await asyncio.wait({accept, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        watch = asyncio.create_task(self._watch_node(identity))
+        await asyncio.wait({accept, stopper, watch}, return_when=asyncio.FIRST_COMPLETED)
         code = 0
         if accept.done() and not accept.cancelled() and accept.exception() is not None:
             _log(f"stopped: {runtime.describe_error(accept.exception())}")
             code = 1
-        accept.cancel()
-        stopper.cancel()
+        if watch.done() and not watch.cancelled():
+            _log(watch.result())
+            code = 1
+        for task in (accept, stopper, watch):
+            task.cancel()
         await self._shutdown(app, name, conn, service)
+        if node_service is not None:
+            runtime.stop_node(node_service, options)
         _log("stopped")
         return code
+
+    async def _watch_node(self, identity: Any) -> str:
+        """Return (ending the worker) once the node is gone or was replaced: SLIM gives
+        up reconnecting quickly and a restarted node has lost this worker's
+        subscription, so a supervisor should restart the worker."""
+        interval = self.options.node_check_interval
+        if interval <= 0 or self.options.embed_node:
+            await asyncio.Event().wait()
+        while True:
+            await asyncio.sleep(interval)
+            problem = await asyncio.to_thread(runtime.node_lost, self.options.endpoint, identity, self.options.connect_timeout)
+            if problem:
+                return f"lost the SLIM node at {self.options.endpoint} ({problem}); stopping so a supervisor can restart this worker"
 
     async def _accept(self, app: Any, sb: Any) -> None:
         while True:

@@ -1,0 +1,39 @@
+"""Shared by every test folder: in CI, a test skipped for a missing tool is a failure.
+
+Tests that need an outside tool (Chromium, Node and its npm packages, strace, openssl)
+skip with the reason when it is missing, so the suite runs anywhere. CI installs them
+all and sets ONEDOOR_REQUIRE_TOOLS=1: then such a skip fails the run, so the matrix
+really runs those tests somewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+TOOL_SKIP = re.compile(r"chromium|\bnode\b|node_modules|npm|strace|openssl", re.IGNORECASE)
+_tool_skips: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if TOOL_SKIP.search(reason):
+            _tool_skips.append(f"{item.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _tool_skips and os.environ.get("ONEDOOR_REQUIRE_TOOLS") == "1":
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _tool_skips and os.environ.get("ONEDOOR_REQUIRE_TOOLS") == "1":
+        terminalreporter.write_line("ONEDOOR_REQUIRE_TOOLS=1 and these tests skipped for a missing tool:", red=True)
+        for line in _tool_skips:
+            terminalreporter.write_line(f"  {line}", red=True)
