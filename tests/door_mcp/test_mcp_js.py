@@ -110,10 +110,10 @@ def test_inspector_cli(where: str, stdio_script: list[str], http_server: Any) ->
 
 
 def test_conformance_suite_with_baseline(http_server: Any, tmp_path: Path) -> None:
-    # The transport mounts the door under /mcp and redirects /mcp to /mcp/; the suite's
-    # DNS-rebinding scenario wants a 4xx, not a redirect, so it is pointed at /mcp/.
+    # The bare prefix (/mcp) is served without a redirect, so the suite's DNS-rebinding
+    # scenario gets the door's own 4xx there.
     out = subprocess.run(
-        [str(CONFORMANCE), "server", "--url", http_server.url + "/", "--expected-failures",
+        [str(CONFORMANCE), "server", "--url", http_server.url, "--expected-failures",
          str(JS / "conformance-baseline.yml"), "-o", str(tmp_path / "conformance")],
         capture_output=True, text=True, timeout=170, cwd=JS,
     )

@@ -136,7 +136,7 @@ def make_app(ctx: ServeContext, options: McpOptions | None = None, door: str = "
 
 def mount(ctx: ServeContext, options: McpOptions | None = None, door: str = "mcp") -> AsgiMount:
     app = make_app(ctx, options, door)
-    return AsgiMount(app=app, prefix="/mcp", lifespan=app.lifespan, links=[("MCP endpoint (streamable HTTP)", "/mcp/")])
+    return AsgiMount(app=app, prefix="/mcp", lifespan=app.lifespan, links=[("MCP endpoint (streamable HTTP)", "/mcp")])
 
 
 @asynccontextmanager

@@ -1,8 +1,9 @@
 """The shared ASGI application: door mounts, health, and the guards around them.
 
 Layers, outermost first: CORS (only when origins are listed, so preflights are answered
-before auth), bearer-token auth (every path but ``/healthz``), the body-size cap, then
-the router with one Mount per door. All guards are plain ASGI, so streaming responses
+before auth), bearer-token auth (every path but ``/healthz``), the body-size cap, the
+bare-prefix rewrite (``/mcp`` is served as ``/mcp/``), then the router with one Mount per
+door. All guards are plain ASGI, so streaming responses
 pass through untouched, and nothing added by a door or by the ``onedoor_http_app`` hook
 can sit outside them.
 """
@@ -127,6 +128,23 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+class ExactPrefix:
+    """Serve ``/mcp`` as ``/mcp/`` for every door prefix, without a redirect.
+
+    Starlette's Mount answers the bare prefix with a 307, before the door sees the
+    request (and its own checks, such as the MCP door's Host check, can run).
+    """
+
+    def __init__(self, app: ASGIApp, prefixes: list[str]) -> None:
+        self.app = app
+        self.prefixes = {p.rstrip("/") for p in prefixes if p.rstrip("/")}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and scope.get("path") in self.prefixes:
+            scope = dict(scope, path=scope["path"] + "/", raw_path=scope["path"].encode() + b"/")
+        await self.app(scope, receive, send)
+
+
 def _cors(app: ASGIApp, origins: list[str]) -> ASGIApp:
     from starlette.middleware.cors import CORSMiddleware
 
@@ -185,7 +203,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
     if ctx.hooks is not None:
         ctx.hooks.onedoor_http_app(app=app, ctx=ctx)
-    guarded: ASGIApp = BodyLimit(app, options.max_body_bytes)
+    guarded: ASGIApp = BodyLimit(ExactPrefix(app, [m.prefix for m in mounts]), options.max_body_bytes)
     if options.token:
         guarded = BearerAuth(guarded, options.token)
     if options.cors_origins:
