@@ -308,6 +308,7 @@ async def phase_soak(seconds: float, concurrency: int) -> dict:
         log,
     )
     runs = errors = 0
+    examples: list[str] = []
     try:
         samples: list[tuple[float, int, int]] = []
         stop = asyncio.Event()
@@ -322,6 +323,8 @@ async def phase_soak(seconds: float, concurrency: int) -> dict:
                 runs += 1
                 if out.error or out.status != 200:
                     errors += 1
+                    if len(examples) < 5:
+                        examples.append(out.error or f"status {out.status}")
 
         await asyncio.gather(*(worker(i) for i in range(concurrency)))
         stop.set()
@@ -345,6 +348,7 @@ async def phase_soak(seconds: float, concurrency: int) -> dict:
         "concurrency": concurrency,
         "runs": runs,
         "errors": errors,
+        "error_examples": examples,
         "rss_slope_kib_per_min": round(slope(1), 1),
         "threads_slope_per_min": round(slope(2), 2),
         "rss_start_mib": round(warm[0][1] / 1024, 1) if warm else None,

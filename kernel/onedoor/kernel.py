@@ -497,11 +497,12 @@ class RunStream:
             await self._stop_backend(tell=False)
         except BaseException:
             # The consumer went away (aclose / task cancelled): stop the backend, no more events.
-            if outcome is None:
+            cut_short = self.outcome is None
+            if cut_short:
                 outcome = RunFinished(run_id, contract.text, STOP_CANCELLED)
                 self.outcome = outcome
-            self._cancel_requested = True
-            await self._stop_backend(tell=True)
+                self._cancel_requested = True
+            await self._stop_backend(tell=cut_short)
             raise
         finally:
             self._finish_bookkeeping(outcome or RunFinished(run_id, contract.text, STOP_CANCELLED))

@@ -202,18 +202,29 @@ def plugin_manager(strict: bool | None = None) -> Any:
     strict = strict_mode() if strict is None else strict
     pm = pluggy.PluginManager("onedoor")
     pm.add_hookspecs(hookspecs)
-    for info in discover(["hook"]):
-        if not info.enabled:
+    for name in _hook_names():
+        if not is_enabled("hook", name):
             continue
         try:
-            obj = load("hook", info.name)
-            pm.register(obj, name=f"hook:{info.name}")
+            obj = load("hook", name)
+            pm.register(obj, name=f"hook:{name}")
         except Exception as exc:  # noqa: BLE001 - pluggy validation errors too
-            message = str(exc) if isinstance(exc, PluginError) else f"hook {info.name!r}: {exc}"
+            message = str(exc) if isinstance(exc, PluginError) else f"hook {name!r}: {exc}"
             if strict:
                 raise PluginError(message) from None
             print(f"onedoor: warning: {message}", file=sys.stderr)
     return pm
+
+
+def _hook_names() -> list[str]:
+    """Names in the hooks group, from stevedore's entry-point cache (which loading
+    through stevedore reads anyway) rather than a second scan of every distribution."""
+    try:
+        from stevedore import _cache
+
+        return sorted({ep.name for ep in _cache.get_group_all(GROUPS["hook"])})
+    except Exception:  # noqa: BLE001 - a stevedore without that cache: scan metadata
+        return [info.name for info in discover(["hook"])]
 
 
 def register_hooks(pm: Any, kind: str, name: str, obj: Any) -> None:
