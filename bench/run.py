@@ -102,6 +102,8 @@ def render(results: list[dict], baseline: dict, quick: bool) -> str:
 
 
 def chart(results: list[dict], path: Path) -> bool:
+    """Left: every ratio to its baseline per door (log scale, target marked). Right: the
+    load run's gaps between deltas (latency a streaming user feels)."""
     try:
         import matplotlib
 
@@ -109,23 +111,44 @@ def chart(results: list[dict], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    labels, values, colors = [], [], []
+    labels, values, colors, targets = [], [], [], []
     for result in results:
+        if result.get("name") == "load":
+            continue
         for key, ratio in result.get("ratios", {}).items():
             value = ratio.get("value")
-            if isinstance(value, (int, float)):
+            if isinstance(value, (int, float)) and value > 0:
                 labels.append(f"{result['name']}: {key}")
                 values.append(value)
                 ok = meets(value, ratio.get("target", ""))
                 colors.append("#2a9d8f" if ok else "#e76f51" if ok is False else "#8d99ae")
-    if not values:
+                bound = re.search(r"([0-9.]+)", ratio.get("target", "") or "")
+                targets.append(float(bound.group(1)) if bound else None)
+    load = next((r for r in results if r.get("name") == "load" and "metrics" in r), None)
+    if not values and load is None:
         return False
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(values) + 1.5))
-    ax.barh(labels, values, color=colors)
-    ax.axvline(1.0, color="#333", linewidth=0.8)
-    ax.set_xlabel("ratio to baseline (green: meets its target, red: misses it)")
-    ax.set_title("onedoor against its baselines, same run")
-    ax.invert_yaxis()
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(13, 0.42 * max(len(values), 6) + 1.8), gridspec_kw={"width_ratios": [3, 1]}
+    )
+    left.barh(labels, values, color=colors)
+    for index, bound in enumerate(targets):
+        if bound:
+            left.plot([bound, bound], [index - 0.4, index + 0.4], color="#222", linewidth=2)
+    left.axvline(1.0, color="#999", linewidth=0.8, linestyle=":")
+    left.set_xscale("log")
+    left.set_xlabel("onedoor / baseline, same run (log scale; black tick: target; green meets it, red misses it)")
+    left.set_title("Throughput and latency ratios per door")
+    left.invert_yaxis()
+    if load is not None:
+        gaps = load["metrics"].get("async", {})
+        right.bar(["p50", "p99"], [gaps.get("gap_p50_ms", 0), gaps.get("gap_p99_ms", 0)], color=["#2a9d8f", "#457b9d"])
+        right.axhline(250, color="#e76f51", linewidth=1, linestyle="--", label="p99 target 250 ms")
+        right.axhline(50, color="#999", linewidth=0.8, linestyle=":", label="backend pace 50 ms")
+        right.set_ylabel("ms between deltas")
+        right.set_title(f"Load: {gaps.get('clients', '?')} concurrent streams")
+        right.legend(loc="upper left", fontsize=8)
+    else:
+        right.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
