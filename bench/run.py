@@ -9,6 +9,7 @@ writes into ``bench/out/``:
 - ``results.json``   every figure, raw
 - ``report.md``      a table of ratios with their targets, marked where a ratio got more
                      than 20% worse than the committed figures in ``bench/baseline.json``
+                     (kept per mode: a quick run is compared with the last quick run)
 - ``chart.png``      throughput ratios per benchmark (when matplotlib is installed)
 
 ``--quick`` asks each script for its short mode (CI records these figures; it never
@@ -64,7 +65,8 @@ def meets(value: float, target: str) -> bool | None:
 
 
 def regression(name: str, key: str, value: float, target: str, baseline: dict) -> bool:
-    """Worse by more than 20% than the committed figure (direction from the target)."""
+    """Worse by more than 20% than the committed figure of the same mode (direction from
+    the target)."""
     old = baseline.get(name, {}).get("ratios", {}).get(key, {}).get("value")
     if not isinstance(old, (int, float)) or not old:
         return False
@@ -167,7 +169,9 @@ def main() -> int:
     if wanted:
         scripts = [s for s in scripts if s.stem.removeprefix("bench_") in wanted]
     OUT.mkdir(exist_ok=True)
-    baseline = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+    mode = "quick" if args.quick else "full"
+    committed = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+    baseline = committed.get(mode, {})  # quick and full runs are compared only with their own kind
     results = []
     for script in scripts:
         print(f"bench: {script.name} …", file=sys.stderr, flush=True)
@@ -180,7 +184,8 @@ def main() -> int:
     chart(results, OUT / "chart.png")
     print(report)
     if args.update_baseline:
-        BASELINE.write_text(json.dumps({r["name"]: r for r in results if "ratios" in r}, indent=2) + "\n")
+        committed[mode] = {r["name"]: r for r in results if "ratios" in r}
+        BASELINE.write_text(json.dumps(committed, indent=2) + "\n")
     return 0
 
 
