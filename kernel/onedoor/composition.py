@@ -25,8 +25,11 @@ A **transport** plugin object has::
     shape: str                      # "asgi" or "channel"
     max_doors: int | None           # None: any number of doors at once
     Options: type | None
-    def prepare(self, ctx: ServeContext) -> None     # optional; runs before doors load
+    def early(self) -> None                          # optional; runs right after the transport
+                                                     # loads, before any door or hook module
                                                      # (stdio protects stdout here)
+    def prepare(self, options) -> None               # optional; runs once options are parsed,
+                                                     # before serving (http checks the bind)
     def serve(self, doors: list, ctx: ServeContext) -> int   # blocks; returns exit code
 
 Plugin modules must import nothing heavy at module level: the CLI imports a transport

@@ -118,6 +118,9 @@ def plan_serve(settings: Settings, *, default_transport: str = "http") -> Plan:
     if transport_name is None:
         transport_name = default_transport
     transport = plugins.load("transport", transport_name)
+    early = getattr(transport, "early", None)
+    if callable(early):  # before any door or hook module is imported (stdio guards stdout here)
+        early()
     if not door_names:
         if transport.shape != "asgi":
             raise CompositionError(f"name a door to serve over {transport_name!r}: --door NAME")

@@ -203,3 +203,30 @@ def test_stdout_stays_clean_on_stdio_even_when_the_backend_prints(tmp_path):
         {"reply": "TWO"},
     ], result.stdout
     assert "stray print" in result.stderr and "child process" in result.stderr and "raw write" in result.stderr
+
+
+def test_a_door_printing_at_import_cannot_reach_stdio_stdout(tmp_path):
+    from kernel_test_helpers import make_dist
+
+    site = make_dist(
+        tmp_path / "loud", "onedoor-test-loud",
+        {"onedoor.doors": {"loud": "od_loud:LoudDoor"}},
+        {"od_loud.py": """
+            print("printed while the door module was imported")
+
+            class LoudDoor:
+                shapes = frozenset({"channel"})
+                framing = "ndjson"
+
+                async def serve_channel(self, channel, ctx):
+                    line = await channel.recv()
+                    await channel.send('{"echo": %s}' % line)
+        """},
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-m", "onedoor", "serve", "--door", "loud", "--transport", "stdio"],
+        input='"hi"\n', capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert result.stdout == '{"echo": "hi"}\n', result.stdout
+    assert "printed while the door module was imported" in result.stderr

@@ -125,6 +125,11 @@ class StdioTransport:
     max_doors = 1
     Options = StdioOptions
 
+    def early(self) -> None:
+        """Guard stdout before door and hook modules are imported: a print at import
+        time must not reach the protocol stream."""
+        protect_stdout()
+
     def prepare(self, options: StdioOptions | None) -> None:
         protect_stdout()
 
