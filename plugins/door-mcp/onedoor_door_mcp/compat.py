@@ -248,7 +248,25 @@ def current_session() -> SessionScope | None:
     return _SCOPE.get()
 
 
-class _WatchedReceive:
+class _StreamWrapper:
+    """Closing and context management delegated to the wrapped anyio stream."""
+
+    _inner: Any
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+class _WatchedReceive(_StreamWrapper):
     """A receive stream that ends the session scope when it ends."""
 
     def __init__(self, inner: Any, scope: SessionScope) -> None:
@@ -275,20 +293,8 @@ class _WatchedReceive:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    def close(self) -> None:
-        self._inner.close()
-
-    async def __aenter__(self) -> Any:
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.aclose()
-
-
-class _QuietSend:
+class _QuietSend(_StreamWrapper):
     """A send stream that drops what is sent after the session closed it (a late answer)."""
 
     def __init__(self, inner: Any) -> None:
@@ -301,18 +307,6 @@ class _QuietSend:
             await self._inner.send(item)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def __aenter__(self) -> Any:
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.aclose()
 
 
 def _watch_sessions(server: Any) -> None:
