@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from pathlib import Path
 
 import pytest
+
+# onedoor_test_support (shared helpers) lives beside this file.
+sys.path.insert(0, str(Path(__file__).parent))
 
 TOOL_SKIP = re.compile(r"chromium|\bnode\b|node_modules|npm|strace|openssl", re.IGNORECASE)
 _tool_skips: list[str] = []

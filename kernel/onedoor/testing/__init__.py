@@ -18,12 +18,12 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .builtins.scripted import ScriptedOptions, scripted
-from .contract import Contract
-from .errors import ContractViolation
-from .events import Event, RunFailed, RunFinished
-from .kernel import Backend, Kernel, Limits
-from .port import CancelToken, RunContext, ToolSpec
+from ..builtins.scripted import ScriptedOptions, scripted
+from ..contract import Contract
+from ..errors import ContractViolation
+from ..events import Event, RunFailed, RunFinished
+from ..kernel import Backend, Kernel, Limits
+from ..port import CancelToken, RunContext, ToolSpec
 
 
 @dataclass

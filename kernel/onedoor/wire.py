@@ -1,0 +1,184 @@
+"""The one JSON policy every door and transport uses, in both directions.
+
+Input (:func:`decode_json`) is strict, so every door refuses the same hostile bytes the
+same way, before anything else reads them:
+
+==================  ==========================================================  ==========
+reason              what was sent                                               example
+==================  ==========================================================  ==========
+``not_utf8``        bytes that are not UTF-8                                    ``b"\\xff"``
+``surrogate``       a lone UTF-16 surrogate (raw, or as a ``\\uD800`` escape)    ``"\\ud800"``
+``not_json``        not JSON at all, or JSON extensions (NaN, Infinity)         ``{"a":``
+``too_deep``        arrays/objects nested deeper than ``max_depth``             ``[[[[…]]]]``
+``number``          a number literal over 100 characters, or a float overflow   ``1e999``
+``not_object``      a JSON value other than an object, where one is required    ``null``
+==================  ==========================================================  ==========
+
+Each is a :class:`WireError` (a ``ValueError``) with a one-line message: an HTTP door
+answers 400 (422 for ``not_object`` where the body is well-formed JSON), a JSON-RPC door
+-32700 (-32600 for ``not_object``; see :mod:`onedoor.jsonrpc`).
+
+Output (:func:`encode_json`, :func:`encode_json_text`) never fails on text: compact JSON
+as UTF-8, and where a string holds a lone surrogate (half of an emoji split across two
+text deltas, say) that string's JSON falls back to ``\\u`` escapes, which is lossless: a
+client that joins the deltas gets the emoji back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+MAX_DEPTH = 64  # nesting a protocol message may have; JSON-RPC and AG-UI need far less
+MAX_NUMBER_CHARS = 100  # digits in one number literal (Python refuses ints over 4300 digits anyway)
+
+
+class WireError(ValueError):
+    """Hostile or malformed input. ``reason`` is one of the keys in this module's table."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+def _reject_constant(name: str) -> Any:
+    raise WireError("not_json", f"{name} is not valid JSON")
+
+
+def _parse_int(literal: str) -> int:
+    if len(literal) > MAX_NUMBER_CHARS:
+        raise WireError("number", f"a number has {len(literal)} digits; the limit is {MAX_NUMBER_CHARS}")
+    return int(literal)
+
+
+def _parse_float(literal: str) -> float:
+    if len(literal) > MAX_NUMBER_CHARS:
+        raise WireError("number", f"a number has {len(literal)} characters; the limit is {MAX_NUMBER_CHARS}")
+    value = float(literal)
+    if value in (float("inf"), float("-inf")):
+        raise WireError("number", f"the number {literal[:20]} is too large")
+    return value
+
+
+_decoder = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply arrays and objects nest in JSON ``text`` (brackets inside strings ignored)."""
+    brackets = _BRACKETS.sub("", _STRINGS.sub("", text) if '"' in text else text)
+    depth = deepest = 0
+    for char in brackets:
+        if char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        else:
+            depth -= 1
+    return deepest
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
+def decode_json(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """Parse one JSON value under this module's policy; raise :class:`WireError`."""
+    if isinstance(data, (bytes, bytearray)):
+        escaped = _SURROGATE_ESCAPE.search(data) is not None
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise WireError("not_utf8", f"the input is not UTF-8 (byte {exc.start})") from None
+    else:
+        text = data
+        if _SURROGATE.search(text):
+            raise WireError("surrogate", "the input holds a lone UTF-16 surrogate")
+        escaped = _SURROGATE_ESCAPE_TEXT.search(text) is not None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    # Cheap first: a text with fewer brackets than the limit cannot nest deeper.
+    if text.count("[") + text.count("{") > max_depth and nesting_depth(text) > max_depth:
+        raise WireError("too_deep", f"the JSON nests deeper than {max_depth} levels")
+    try:
+        value = _decoder.decode(text)
+    except WireError:
+        raise
+    except RecursionError:
+        raise WireError("too_deep", "the JSON nests too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, or int() over Python's digit limit
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise WireError("not_json", f"not valid JSON: {detail}") from None
+    # A "\\uD83D" escape is legal JSON; alone (not followed by its low half) it makes a
+    # string no UTF-8 writer can write. Only walk the value when the text had such an escape.
+    if escaped and _has_surrogate(value):
+        raise WireError("surrogate", "a string holds a lone UTF-16 surrogate")
+    return value
+
+
+def decode_json_object(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
+    """:func:`decode_json`, and the value must be a JSON object."""
+    value = decode_json(data, max_depth=max_depth)
+    if not isinstance(value, dict):
+        raise WireError("not_object", f"expected a JSON object, got {json_type(value)}")
+    return value
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+_dumps_utf8 = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_dumps_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str).encode
+
+
+def encode_json(value: Any) -> bytes:
+    """Compact JSON as UTF-8 bytes; lone surrogates come out as ``\\u`` escapes."""
+    try:
+        return _dumps_utf8(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return _dumps_ascii(value).encode("ascii")
+
+
+def encode_json_text(value: Any) -> str:
+    """Compact JSON as text that always encodes to UTF-8 (for channels that take text)."""
+    text = _dumps_utf8(value)
+    if _SURROGATE.search(text):
+        return _dumps_ascii(value)
+    return text
+
+
+__all__ = [
+    "MAX_DEPTH",
+    "WireError",
+    "decode_json",
+    "decode_json_object",
+    "encode_json",
+    "encode_json_text",
+    "json_type",
+    "nesting_depth",
+]
