@@ -26,7 +26,9 @@ from .events import (
 
 
 class Contract:
-    __slots__ = ("started", "ended", "open_tools", "parts", "is_client_tool")
+    """One run's contract state: call :meth:`check` (or :meth:`pass_text` first) on each event."""
+
+    __slots__ = ("started", "ended", "open_tools", "parts", "is_client_tool", "_mid_run", "_add_part")
 
     def __init__(self, is_client_tool: Callable[[str], bool] | None = None) -> None:
         self.started = False
@@ -34,10 +36,25 @@ class Contract:
         self.open_tools: dict[str, str] = {}
         self.parts: list[str] = []
         self.is_client_tool = is_client_tool or (lambda name: False)
+        self._mid_run = False  # started and not ended: what the fast path needs to know
+        self._add_part = self.parts.append
 
     @property
     def text(self) -> str:
         return "".join(self.parts)
+
+    def pass_text(self, event: Any) -> bool:
+        """The fast path for the commonest event, a TextDelta in mid-run: record it, True.
+
+        Anything else returns False and goes through :meth:`check`, which enforces every
+        rule (a TextDelta before RunStarted or after the end, a text that is no string).
+        """
+        if type(event) is TextDelta and self._mid_run:
+            text = event.text
+            if type(text) is str:
+                self._add_part(text)
+                return True
+        return False
 
     def check(self, event: Any) -> None:
         """Raise ContractViolation if ``event`` may not come next; record it otherwise."""
@@ -47,34 +64,42 @@ class Contract:
         if not self.started:
             if kind is not RunStarted:
                 raise ContractViolation(f"backend sent {kind.__name__} before RunStarted")
-            self.started = True
+            self.started = self._mid_run = True
             return
-        if kind is TextDelta:
-            if not isinstance(event.text, str):
-                raise ContractViolation("TextDelta.text must be a string")
-            self.parts.append(event.text)
-        elif kind is ReasoningDelta:
-            if not isinstance(event.text, str):
-                raise ContractViolation("ReasoningDelta.text must be a string")
-        elif kind is ToolStarted:
-            if not event.call_id or not isinstance(event.call_id, str):
-                raise ContractViolation("ToolStarted needs a non-empty string call_id")
-            if event.call_id in self.open_tools:
-                raise ContractViolation(f"tool call {event.call_id!r} started twice")
-            self.open_tools[event.call_id] = event.name
-        elif kind is ToolFinished:
-            name = self.open_tools.pop(event.call_id, None)
-            if name is None:
-                raise ContractViolation(f"ToolFinished for tool call {event.call_id!r}, which was not open")
-        elif kind is RunFinished:
-            self._check_finished(event)
-            self.ended = True
-        elif kind is RunFailed:
-            self.ended = True
-        elif kind is RunStarted:
-            raise ContractViolation("backend sent RunStarted twice")
-        else:
+        rule = _RULES.get(kind)
+        if rule is None:
+            if kind is RunStarted:
+                raise ContractViolation("backend sent RunStarted twice")
             raise ContractViolation(f"backend sent {kind.__name__!s}, which is not a core event")
+        rule(self, event)
+
+    # -- one rule per kind of event, after RunStarted ----------------------------------
+    def _text(self, event: TextDelta) -> None:
+        if not isinstance(event.text, str):
+            raise ContractViolation("TextDelta.text must be a string")
+        self.parts.append(event.text)
+
+    def _reasoning(self, event: ReasoningDelta) -> None:
+        if not isinstance(event.text, str):
+            raise ContractViolation("ReasoningDelta.text must be a string")
+
+    def _tool_started(self, event: ToolStarted) -> None:
+        if not event.call_id or not isinstance(event.call_id, str):
+            raise ContractViolation("ToolStarted needs a non-empty string call_id")
+        if event.call_id in self.open_tools:
+            raise ContractViolation(f"tool call {event.call_id!r} started twice")
+        self.open_tools[event.call_id] = event.name
+
+    def _tool_finished(self, event: ToolFinished) -> None:
+        if self.open_tools.pop(event.call_id, None) is None:
+            raise ContractViolation(f"ToolFinished for tool call {event.call_id!r}, which was not open")
+
+    def _run_finished(self, event: RunFinished) -> None:
+        self._check_finished(event)
+        self.ended, self._mid_run = True, False
+
+    def _run_failed(self, event: RunFailed) -> None:
+        self.ended, self._mid_run = True, False
 
     def _check_finished(self, event: RunFinished) -> None:
         if self.open_tools:
@@ -91,3 +116,13 @@ class Contract:
         closing = [ToolFinished(cid, name, reason, True) for cid, name in self.open_tools.items()]
         self.open_tools.clear()
         return closing
+
+
+_RULES: dict[type, Callable[[Contract, Any], None]] = {
+    TextDelta: Contract._text,
+    ReasoningDelta: Contract._reasoning,
+    ToolStarted: Contract._tool_started,
+    ToolFinished: Contract._tool_finished,
+    RunFinished: Contract._run_finished,
+    RunFailed: Contract._run_failed,
+}

@@ -1,13 +1,23 @@
 """Run the shared app on uvicorn: start-up lines, graceful shutdown that cancels runs.
 
-On start it prints ``onedoor: listening on http://HOST:PORT`` and then one line per door
-with its URL(s), after the socket is bound (so ``--port 0`` prints the real port).
-On SIGINT/SIGTERM every run in flight is cancelled first, so streaming clients get
-their door's cancelled ending instead of a cut connection; then uvicorn drains.
+On start it binds the socket itself (a port in use is one line, ``onedoor: error: cannot
+listen on …``, and exit 2), then prints ``onedoor: listening on http://HOST:PORT`` and
+one line per door with its URL(s) (so ``--port 0`` prints the real port).
+
+On SIGINT/SIGTERM it stops accepting connections and cancels every run in flight, so
+that each open stream gets its door's cancelled ending, within ``shutdown_grace``
+seconds: a backend gets half of it (at most the kernel's ``cancel_grace``) to stop, and a
+backend that ignores the cancel is left behind (its worker thread dies with the
+process). Then uvicorn closes the connections and the process exits: 0 after SIGTERM,
+130 after Ctrl-C.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
+import signal
+import socket
 import sys
 from typing import Any
 
@@ -41,52 +51,82 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
             lines = [f"onedoor: listening on {base} (backend {kernel.backend.name!r}; Ctrl-C stops)"]
             for door, mount in zip(doors, mounts):
                 links = mount.links or [("endpoint", mount.prefix.rstrip("/") + "/")]
-                shown = ", ".join(f"{label} {base}{path}{suffix if path.endswith('/') else ''}" for label, path in links)
+                shown = ", ".join(
+                    f"{label} {base}{path}{suffix if path.endswith('/') else ''}" for label, path in links
+                )
                 lines.append(f"onedoor:   {door.name:<6} {shown}")
             print("\n".join(lines), flush=True)
 
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            kernel.cancel_all()
-            super().handle_exit(sig, frame)
+        async def shutdown(self, sockets: Any = None) -> None:
+            # The runs first: their streams get their endings while uvicorn stops
+            # accepting and waits for the connections to close.
+            stopping = asyncio.ensure_future(kernel.shutdown(options.shutdown_grace))
+            try:
+                await super().shutdown(sockets=sockets)
+            finally:
+                await stopping
 
     config = uvicorn.Config(
         app,
         host=options.host,
         port=options.port,
         log_level=options.log_level,
-        timeout_graceful_shutdown=max(1, int(options.shutdown_grace)),
+        timeout_graceful_shutdown=max(1, math.ceil(options.shutdown_grace)),
         lifespan="on",
         access_log=False,
         server_header=False,
     )
+    try:
+        listener = _listen(options.host, options.port)
+    except OSError as exc:
+        print(f"onedoor: error: cannot listen on {options.host}:{options.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     server = Server(config)
     try:
-        server.run()
+        with _ExitQuietlyOnSigterm():
+            server.run(sockets=[listener])
     except KeyboardInterrupt:
         return 130
-    except OSError as exc:
-        print(f"onedoor: error: cannot listen on {options.host}:{options.port}: {exc}", file=sys.stderr)
-        return 2
     except SystemExit:
-        # uvicorn logs a failed bind or lifespan start-up and calls sys.exit(3): say what
-        # happened in onedoor's one-line form and exit 2 like every other start-up error.
         if server.started:
             raise
-        print(f"onedoor: error: {_why_not_started(options.host, options.port)}", file=sys.stderr)
+    finally:
+        listener.close()
+    if not server.started:
+        # A door's start-up (the app's lifespan) failed; uvicorn has logged why.
+        print(f"onedoor: error: the HTTP server on {options.host}:{options.port} did not start "
+              "(a door's start-up failed; see above)", file=sys.stderr)
         return 2
-    return 0 if server.started else 2
+    return 0
 
 
-def _why_not_started(host: str, port: int) -> str:
-    """Probe the address uvicorn could not use, for a clear message."""
-    import socket
-
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound (uvicorn listens on it), as uvicorn would bind it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
-        family, kind, proto, _, address = infos[0]
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(address)
-    except OSError as exc:
-        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-    return f"the HTTP server on {host}:{port} did not start (a door's start-up failed; see above)"
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class _ExitQuietlyOnSigterm:
+    """uvicorn re-raises the signal that stopped it once it has shut down; for SIGTERM
+    that would kill the process (status -15) after a clean shutdown. While the server
+    runs, SIGTERM's handler is one that does nothing, so a clean shutdown exits 0."""
+
+    installed = False
+
+    def __enter__(self) -> None:
+        try:
+            self.previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        except ValueError:  # not the main thread: uvicorn does not handle signals either
+            return
+        self.installed = True
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.installed:
+            signal.signal(signal.SIGTERM, self.previous)
