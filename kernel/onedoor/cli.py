@@ -1,189 +1,141 @@
-"""The ``onedoor`` command line.
+"""The ``onedoor`` command: its entry point, its error policy and the fast path of `onedoor run`.
 
-Every failure is one line on stderr and a non-zero exit (2 for usage and configuration
-problems, 1 for a failed run, 130 for a cancelled one), never a traceback. Commands
-import only what they use: `onedoor run` never imports a server library.
+Every failure is one line on stderr and a non-zero exit, never a traceback: 2 for usage
+and configuration mistakes (typer's own usage message for a mistyped command line), 1
+for a failed run, 130 for a cancelled or interrupted one.
+
+The commands themselves are a typer application (:mod:`onedoor.cli_app`). Building and
+running it costs more than `onedoor run` may spend on start-up (typer 0.29 builds a
+pydantic adapter for every parameter it converts), so a plain `onedoor run` command line
+is read here, by :func:`parse_run_args`, without importing typer. It takes only what it
+can read unambiguously with the same meaning as typer; anything else (``--help``, a
+mistake, an unusual spelling) goes to the typer application, which answers as usual.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import List
+from typing import Sequence
 
-import typer
-
-from . import __version__
 from .errors import OnedoorError
 
-app = typer.Typer(
-    name="onedoor",
-    help="One agent, every door: terminal, REST, AG-UI, MCP, ACP over stdio, HTTP or SLIM.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-OptionPairs = typer.Option(
-    None, "--option", "-o", help="plugin option NAME=VALUE (or PLUGIN.NAME=VALUE, limits.NAME=VALUE); repeatable"
-)
-ConfigPath = typer.Option(None, "--config", help="config file (default: ./onedoor.toml if present)")
-BackendName = typer.Option(None, "--backend", "-b", help="backend plugin (default: scripted)")
+# `onedoor run`'s options, as the typer command declares them (tests check both agree).
+RUN_VALUE_OPTIONS = {"-b": "backend", "--backend": "backend", "-o": "option", "--option": "option", "--config": "config"}
+RUN_FLAGS = {"--json": "json_lines", "--reasoning": "reasoning"}
 
 
-def _version(value: bool) -> None:
-    if value:
-        print(f"onedoor {__version__}")
-        raise typer.Exit()
+@dataclass(frozen=True)
+class RunRequest:
+    """What `onedoor run` was asked for, however its command line was read."""
+
+    message: str
+    backend: str | None = None
+    json_lines: bool = False
+    reasoning: bool = False
+    options: tuple[str, ...] = ()
+    config: Path | None = None
 
 
-@app.callback()
-def main_callback(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="show the version"),
-) -> None:
-    """One agent, every door."""
+def parse_run_args(args: Sequence[str]) -> RunRequest | None:
+    """Read ``run MESSAGE [OPTIONS]`` if every argument is plain; None hands the command
+    line to the typer application.
+
+    Plain means: the options of :data:`RUN_VALUE_OPTIONS` and :data:`RUN_FLAGS` spelled out
+    (``-o x``, ``--option x``, ``--option=x``), option values that do not start with ``-``,
+    ``--`` before a message that does, and exactly one message.
+    """
+    if not args or args[0] != "run":
+        return None
+    found: dict[str, object] = {}
+    options: list[str] = []
+    positional: list[str] = []
+    rest = list(args[1:])
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            positional.extend(rest)
+            break
+        if arg == "-" or not arg.startswith("-"):
+            positional.append(arg)
+            continue
+        name, has_value, value = arg.partition("=")
+        if name in RUN_FLAGS and not has_value:
+            found[RUN_FLAGS[name]] = True
+            continue
+        if name not in RUN_VALUE_OPTIONS or (has_value and not name.startswith("--")):
+            return None
+        if not has_value:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        if value.startswith("-"):
+            return None
+        field = RUN_VALUE_OPTIONS[name]
+        if field == "option":
+            options.append(value)
+        else:
+            found[field] = value
+    if len(positional) != 1:
+        return None
+    config = found.get("config")
+    return RunRequest(
+        message=positional[0],
+        backend=found.get("backend"),  # type: ignore[arg-type]
+        json_lines=bool(found.get("json_lines")),
+        reasoning=bool(found.get("reasoning")),
+        options=tuple(options),
+        config=Path(config) if isinstance(config, str) else None,
+    )
 
 
-@app.command()
-def run(
-    message: str = typer.Argument(..., help="what to say to the agent ('-' reads stdin)"),
-    backend: str | None = BackendName,
-    json_lines: bool = typer.Option(False, "--json", help="print every event as one JSON object a line"),
-    reasoning: bool = typer.Option(False, "--reasoning", help="show the agent's reasoning on stderr"),
-    option: List[str] | None = OptionPairs,
-    config: Path | None = ConfigPath,
-) -> None:
-    """Send one message and stream the reply as it is written."""
+def read_stdin_message() -> str:
+    """The message of `onedoor run -`: all of standard input."""
+    stream = sys.stdin
+    if stream is None:
+        raise OnedoorError("cannot read the message: standard input is closed")
+    try:
+        return stream.read()
+    except (OSError, ValueError) as exc:  # closed, unreadable, or not text in the locale's encoding
+        raise OnedoorError(f"cannot read the message from standard input: {exc}") from None
+
+
+def run_command(request: RunRequest) -> int:
+    """`onedoor run`: one message, the reply streamed as it is written; the exit code."""
     import asyncio
 
-    from .builtins.terminal import run_once
+    from .builtins.run_once import run_once
     from .serve import kernel_for
 
-    if message == "-":
-        message = sys.stdin.read()
-    kernel = kernel_for(backend, option or [], config)
-    code = asyncio.run(run_once(kernel, message, json_lines=json_lines, show_reasoning=reasoning))
-    raise typer.Exit(code)
+    message = read_stdin_message() if request.message == "-" else request.message
+    kernel = kernel_for(request.backend, list(request.options), request.config)
+    return asyncio.run(run_once(kernel, message, json_lines=request.json_lines, show_reasoning=request.reasoning))
 
 
-@app.command()
-def chat(
-    backend: str | None = BackendName,
-    option: List[str] | None = OptionPairs,
-    config: Path | None = ConfigPath,
-) -> None:
-    """Talk to the agent in this terminal, keeping the conversation
-    (the same as `onedoor serve --door terminal --transport stdio`)."""
-    from .serve import Settings
-    from .serve import serve as do_serve
+def run_cli(args: Sequence[str]) -> int:
+    """Run one command line (without the program name); the exit code."""
+    try:
+        request = parse_run_args(args)
+        if request is not None:
+            return run_command(request)
+        from .cli_app import invoke
 
-    settings = Settings(doors=["terminal"], transport="stdio", backend=backend, options=option or [], config=config)
-    raise typer.Exit(do_serve(settings))
-
-
-@app.command()
-def serve(
-    door: List[str] | None = typer.Option(None, "--door", "-d", help="door to serve; repeatable (default: rest, agui, mcp)"),
-    transport: str | None = typer.Option(None, "--transport", "-t", help="transport (default: http)"),
-    backend: str | None = BackendName,
-    host: str | None = typer.Option(None, "--host", help="address to bind (http; default 127.0.0.1)"),
-    port: int | None = typer.Option(None, "--port", help="port to bind (http; default 8000)"),
-    token: str | None = typer.Option(None, "--token", help="bearer token every request must carry (http)"),
-    option: List[str] | None = OptionPairs,
-    config: Path | None = ConfigPath,
-) -> None:
-    """Serve the agent through one or more doors over a transport."""
-    from .serve import Settings
-    from .serve import serve as do_serve
-
-    pairs = list(option or [])
-    for name, value in (("host", host), ("port", port), ("token", token)):
-        if value is not None:
-            pairs.append(f"{name}={value}")
-    settings = Settings(doors=list(door or []), transport=transport, backend=backend, options=pairs, config=config)
-    raise typer.Exit(do_serve(settings))
-
-
-@app.command()
-def plugins(
-    check: bool = typer.Option(False, "--check", help="also import every plugin and report the broken ones"),
-    show_options: bool = typer.Option(False, "--options", help="list each plugin's options"),
-    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
-) -> None:
-    """List installed backends, doors, transports and hooks (reads metadata; imports
-    nothing unless --check or --options)."""
-    import json
-
-    from . import plugins as plugin_registry
-    from .options import describe
-
-    infos = plugin_registry.check_all() if (check or show_options) else plugin_registry.discover()
-    option_rows: dict[tuple[str, str], list] = {}
-    if show_options:
-        for info in infos:
-            if info.loaded and info.kind != "hook":
-                obj = plugin_registry.load(info.kind, info.name)
-                option_rows[(info.kind, info.name)] = describe(getattr(obj, "Options", None))
-    broken = [i for i in infos if i.error]
-    if as_json:
-        print(json.dumps([
-            {
-                "kind": i.kind, "name": i.name, "target": i.target, "distribution": i.distribution,
-                "version": i.version, "enabled": i.enabled, "error": i.error,
-                **({"options": [list(r) for r in option_rows.get((i.kind, i.name), [])]} if show_options else {}),
-            }
-            for i in infos
-        ], indent=2))
-    else:
-        kind = None
-        for info in infos:
-            if info.kind != kind:
-                kind = info.kind
-                print(f"{kind}s:")
-            state = "" if info.enabled else "  (disabled)"
-            if info.error:
-                state = f"  BROKEN: {info.error}"
-            elif check and info.loaded:
-                state = "  ok"
-            print(f"  {info.name:<14} {info.distribution} {info.version}{state}")
-            for name, default, help_text in option_rows.get((info.kind, info.name), []):
-                print(f"      -o {name}={default}  {help_text}")
-    if broken and plugin_registry.strict_mode():
-        raise typer.Exit(1)
-
-
-def _add_plugin_commands() -> None:
-    """Let hook plugins add commands (pluggy hook ``onedoor_cli``)."""
-    if len(sys.argv) > 1 and sys.argv[1] in ("run", "plugins", "chat", "serve", "--version"):
-        return  # built-in commands: do not pay for loading hook plugins twice
-    from .plugins import plugin_manager
-
-    plugin_manager().hook.onedoor_cli(app=app)
+        return invoke(args)
+    except OnedoorError as exc:
+        print(f"onedoor: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("onedoor: interrupted", file=sys.stderr)
+        return 130
 
 
 def main() -> None:
-    try:
-        _add_plugin_commands()
-        code = app(standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except OnedoorError as exc:
-        print(f"onedoor: error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        print("onedoor: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
+    """The ``onedoor`` script."""
+    from .foreign import warn_if_installed  # here too: the other `onedoor` may have replaced our __init__.py
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise
+    warn_if_installed()
+    sys.exit(run_cli(sys.argv[1:]))
 
 
 if __name__ == "__main__":

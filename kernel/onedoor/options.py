@@ -19,8 +19,9 @@ backend.delay=0.1`` to be explicit), environment variables ``ONEDOOR_<PLUGIN>_<N
     delay = 0.05
     [limits]                      # the kernel's Limits
     max_concurrent_runs = 32
- Unknown names, missing required values and
-malformed values are errors with a one-line message. Fields marked ``secret`` are never
+
+Unknown names, missing required values and malformed values (of the wrong TOML type
+too) are errors with a one-line message. Fields marked ``secret`` are never
 shown: use :func:`redacted`.
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import types
 import typing
 from pathlib import Path
 from typing import Any, Mapping
@@ -48,70 +50,100 @@ def option_fields(options_type: Any) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(options_type) if f.init]
 
 
-def _hints(options_type: Any) -> dict[str, Any]:
+def field_types(options_type: Any) -> dict[str, Any]:
+    """The resolved type of each field of an options dataclass (raw annotations if they
+    cannot be resolved)."""
     try:
         return typing.get_type_hints(options_type)
     except Exception:  # noqa: BLE001 - fall back to raw annotations
         return {f.name: f.type for f in dataclasses.fields(options_type)}
 
 
-def _coerce(value: Any, hint: Any, where: str) -> Any:
+def coerce_value(value: Any, hint: Any, where: str) -> Any:
+    """Turn ``value`` (text from a flag or the environment, or a TOML value) into the type
+    ``hint``; an :class:`OptionsError` naming ``where`` if it does not fit."""
     origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        non_none = [a for a in args if a is not type(None)]
-        if value is None or (isinstance(value, str) and value.lower() in ("", "none", "null")):
-            if len(non_none) != len(args):
-                return None
-        last: OptionsError | None = None
-        for arg in non_none:
-            try:
-                return _coerce(value, arg, where)
-            except OptionsError as exc:
-                last = exc
-        raise last or OptionsError(f"{where}: bad value {value!r}")
+    if origin in (typing.Union, types.UnionType):
+        return _to_union(value, typing.get_args(hint), where)
     if origin in (list, tuple):
-        item = args[0] if args else str
-        if isinstance(value, str):
-            items = [v.strip() for v in value.split(",") if v.strip()]
-        elif isinstance(value, (list, tuple)):
-            items = list(value)
-        else:
-            raise OptionsError(f"{where}: expected a list, got {value!r}")
-        out = [_coerce(v, item, where) for v in items]
-        return tuple(out) if origin is tuple else out
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in _TRUE:
-            return True
-        if text in _FALSE:
-            return False
-        raise OptionsError(f"{where}: expected true or false, got {value!r}")
-    if hint is int:
-        if isinstance(value, bool):
-            raise OptionsError(f"{where}: expected a whole number, got {value!r}")
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise OptionsError(f"{where}: expected a whole number, got {value!r}") from None
-    if hint is float:
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise OptionsError(f"{where}: expected a number, got {value!r}") from None
-    if hint is Path:
-        return Path(str(value)).expanduser()
-    if hint is str:
-        if isinstance(value, (dict, list)):
-            raise OptionsError(f"{where}: expected text, got {value!r}")
-        return str(value)
-    if typing.get_origin(hint) is typing.Literal:
+        return _to_sequence(value, origin, typing.get_args(hint), where)
+    if origin is typing.Literal:
+        args = typing.get_args(hint)
         if value not in args:
             raise OptionsError(f"{where}: expected one of {', '.join(map(str, args))}, got {value!r}")
         return value
-    return value
+    convert = _SCALARS.get(hint)
+    return convert(value, where) if convert else value
+
+
+def _to_union(value: Any, args: tuple[Any, ...], where: str) -> Any:
+    non_none = [a for a in args if a is not type(None)]
+    if value is None or (isinstance(value, str) and value.lower() in ("", "none", "null")):
+        if len(non_none) != len(args):
+            return None
+    last: OptionsError | None = None
+    for arg in non_none:
+        try:
+            return coerce_value(value, arg, where)
+        except OptionsError as exc:
+            last = exc
+    raise last or OptionsError(f"{where}: bad value {value!r}")
+
+
+def _to_sequence(value: Any, origin: Any, args: tuple[Any, ...], where: str) -> Any:
+    item = args[0] if args else str
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise OptionsError(f"{where}: expected a list, got {value!r}")
+    out = [coerce_value(v, item, where) for v in items]
+    return tuple(out) if origin is tuple else out
+
+
+def _to_bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise OptionsError(f"{where}: expected true or false, got {value!r}")
+
+
+def _to_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise OptionsError(f"{where}: expected a whole number, got {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise OptionsError(f"{where}: expected a whole number, got {value!r}") from None
+
+
+def _to_float(value: Any, where: str) -> float:
+    if isinstance(value, bool):
+        raise OptionsError(f"{where}: expected a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise OptionsError(f"{where}: expected a number, got {value!r}") from None
+
+
+def _to_path(value: Any, where: str) -> Path:
+    if isinstance(value, (dict, list)):
+        raise OptionsError(f"{where}: expected a path, got {value!r}")
+    return Path(str(value)).expanduser()
+
+
+def _to_str(value: Any, where: str) -> str:
+    if isinstance(value, (dict, list)):
+        raise OptionsError(f"{where}: expected text, got {value!r}")
+    return str(value)
+
+
+_SCALARS: dict[Any, Any] = {bool: _to_bool, int: _to_int, float: _to_float, Path: _to_path, str: _to_str}
 
 
 def parse_options(
@@ -138,7 +170,7 @@ def parse_options(
         if unknown:
             known = ", ".join(sorted(names)) or "none"
             raise OptionsError(f"unknown option {unknown[0]!r} for {plugin!r} (from the {source}); known options: {known}")
-    hints = _hints(options_type)
+    hints = field_types(options_type)
     prefix = env_prefix(plugin)
     kwargs: dict[str, Any] = {}
     normalized_cli = {k.replace("-", "_"): v for k, v in cli.items()}
@@ -157,7 +189,7 @@ def parse_options(
                     f"{where} is required: pass -o {f.name}=… or set {prefix}{f.name.upper()}"
                 )
             continue
-        kwargs[f.name] = _coerce(raw, hints.get(f.name, str), where)
+        kwargs[f.name] = coerce_value(raw, hints.get(f.name, str), where)
     try:
         instance = options_type(**kwargs)
     except (TypeError, ValueError) as exc:
@@ -204,7 +236,29 @@ def load_config_file(path: Path | None) -> dict[str, Any]:
         raise OptionsError(f"config file {path} does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise OptionsError(f"config file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise OptionsError(f"config file {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise OptionsError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
+    check_config(data, path)
     return data
+
+
+def check_config(data: Mapping[str, Any], path: Path | str = "onedoor.toml") -> None:
+    """Check the types of the keys onedoor reads from the top of onedoor.toml (the values
+    inside ``[options.*]`` and ``[limits]`` are checked when they are parsed)."""
+    for key in ("backend", "transport"):
+        if key in data and not isinstance(data[key], str):
+            raise OptionsError(f"{path}: {key} must be a name in quotes, got {data[key]!r}")
+    doors = data.get("doors")
+    if doors is not None and not (isinstance(doors, list) and all(isinstance(d, str) for d in doors)):
+        raise OptionsError(f'{path}: doors must be a list of names, like doors = ["rest", "agui"]; got {doors!r}')
+    for key in ("options", "limits"):
+        if key in data and not isinstance(data[key], dict):
+            raise OptionsError(f"{path}: {key} must be a table ([{key}]), got {data[key]!r}")
+    for plugin, table in data.get("options", {}).items():
+        if not isinstance(table, dict):
+            raise OptionsError(f"{path}: options.{plugin} must be a table ([options.{plugin}]), got {table!r}")
 
 
 def split_cli_options(pairs: list[str]) -> dict[str, dict[str, str]]:

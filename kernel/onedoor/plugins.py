@@ -3,14 +3,23 @@
 Four entry-point groups (:data:`GROUPS`). Listing reads installed metadata and imports
 nothing; :func:`load` imports exactly the one named plugin (through stevedore) and
 checks it is the right kind of object. A broken plugin becomes a :class:`PluginError`
-naming it; it never takes the CLI down.
+naming it; it never takes the CLI down. That holds for a plugin whose import raises
+``SystemExit`` or any other ``BaseException`` too; only ``KeyboardInterrupt`` goes
+through, because the user asked for it.
+
+Hook implementations are checked when they are registered: one that names no onedoor
+hook (``onedoor_run_startd``) is reported, with the hook it most likely meant.
 
 Environment:
 
 ``ONEDOOR_PLUGINS``        allow-list, comma-separated ``name`` or ``kind:name``; when set,
                            nothing else loads
 ``ONEDOOR_BLOCK_PLUGINS``  block-list, same syntax
-``ONEDOOR_STRICT_PLUGINS`` ``1``: a hook plugin that fails to load is an error, not a warning
+``ONEDOOR_STRICT_PLUGINS`` ``1``: a hook plugin that fails to load or names an unknown
+                           hook is an error, not a warning; a broken default door too
+
+Tests can put plugin objects in place of installed ones for the current process with
+:func:`add_in_process_plugin` (what stevedore's ``make_test_instance`` is to a manager).
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .errors import PluginError
@@ -42,6 +51,8 @@ KNOWN_DISTRIBUTIONS = {
     ("backend", "pydantic-ai"): "onedoor-backend-pydantic-ai",
 }
 
+IN_PROCESS = "(in-process)"  # the distribution shown for plugins added by add_in_process_plugin
+
 
 @dataclass
 class PluginInfo:
@@ -53,6 +64,33 @@ class PluginInfo:
     enabled: bool
     error: str | None = None  # set after a load attempt that failed
     loaded: bool = False
+    warnings: list[str] = field(default_factory=list)  # set by check_all: e.g. an unknown hook name
+    obj: Any = field(default=None, repr=False, compare=False)  # the loaded object, once loaded
+
+
+# ---------------------------------------------------------------------------------------
+# Plugins added in-process (a seam for tests)
+
+_in_process: dict[tuple[str, str], Any] = {}
+
+
+def add_in_process_plugin(kind: str, name: str, obj: Any) -> None:
+    """Make ``obj`` the ``kind`` plugin ``name`` in this process, ahead of any installed
+    plugin of that name, as if an entry point named it: it is listed, loaded (and checked)
+    by :func:`load`, and a ``hook`` is registered by :func:`plugin_manager`. Allow and block
+    lists still apply. Meant for tests and test launchers."""
+    if kind not in GROUPS:
+        raise PluginError(f"unknown plugin kind {kind!r}")
+    _in_process[(kind, name)] = obj
+
+
+def remove_in_process_plugin(kind: str, name: str) -> None:
+    """Undo :func:`add_in_process_plugin` (nothing happens if it was not added)."""
+    _in_process.pop((kind, name), None)
+
+
+# ---------------------------------------------------------------------------------------
+# Discovery: metadata only
 
 
 def _split(env: str) -> set[str]:
@@ -78,10 +116,13 @@ def discover(kinds: Iterable[str] = GROUPS) -> list[PluginInfo]:
     """Every installed plugin of these kinds, from metadata only (nothing imported)."""
     from importlib.metadata import entry_points
 
+    kinds = list(kinds)
     found: list[PluginInfo] = []
     all_eps = entry_points()
     for kind in kinds:
         for ep in all_eps.select(group=GROUPS[kind]):
+            if (kind, ep.name) in _in_process:
+                continue
             dist = getattr(ep, "dist", None)
             found.append(
                 PluginInfo(
@@ -93,6 +134,10 @@ def discover(kinds: Iterable[str] = GROUPS) -> list[PluginInfo]:
                     enabled=is_enabled(kind, ep.name),
                 )
             )
+    for (kind, name), obj in _in_process.items():
+        if kind in kinds:
+            target = f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+            found.append(PluginInfo(kind, name, target, IN_PROCESS, "", is_enabled(kind, name)))
     found.sort(key=lambda p: (list(GROUPS).index(p.kind), p.name))
     return found
 
@@ -112,6 +157,10 @@ def _not_found(kind: str, name: str) -> PluginError:
     return PluginError(f"no {kind} named {name!r} is installed; {hint}")
 
 
+# ---------------------------------------------------------------------------------------
+# Loading
+
+
 def load(kind: str, name: str) -> Any:
     """Import the named plugin and return its object (classes are instantiated for
     doors and transports). Raises PluginError with a one-line reason."""
@@ -119,6 +168,16 @@ def load(kind: str, name: str) -> Any:
         raise PluginError(f"unknown plugin kind {kind!r}")
     if not is_enabled(kind, name):
         raise _not_found(kind, name)
+    if (kind, name) in _in_process:
+        return _check_kind(kind, name, _in_process[(kind, name)])
+    return _check_kind(kind, name, _import_entry_point(kind, name))
+
+
+def _failed(kind: str, name: str, exc: BaseException) -> PluginError:
+    return PluginError(f"{kind} {name!r} failed to load: {type(exc).__name__}: {exc}")
+
+
+def _import_entry_point(kind: str, name: str) -> Any:
     from stevedore import DriverManager
     from stevedore.exception import NoMatches
 
@@ -138,17 +197,15 @@ def load(kind: str, name: str) -> Any:
             manager = DriverManager(**common, on_missing_entrypoints_callback=ignore_missing)
         except TypeError:  # stevedore before 5.5 knows only the older flag
             manager = DriverManager(**common, warn_on_missing_entrypoint=False)
-        obj = manager.driver
+        return manager.driver
     except NoMatches:
         if failures:
-            exc = failures[0]
-            raise PluginError(f"{kind} {name!r} failed to load: {type(exc).__name__}: {exc}") from None
+            raise _failed(kind, name, failures[0]) from None
         raise _not_found(kind, name) from None
-    except Exception as exc:  # noqa: BLE001 - stevedore raises several kinds
-        if failures:
-            exc = failures[0]  # type: ignore[assignment]
-        raise PluginError(f"{kind} {name!r} failed to load: {type(exc).__name__}: {exc}") from None
-    return _check_kind(kind, name, obj)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit at import too (stevedore lets it through)
+        raise _failed(kind, name, failures[0] if failures else exc) from None
 
 
 def _check_kind(kind: str, name: str, obj: Any) -> Any:
@@ -162,7 +219,9 @@ def _check_kind(kind: str, name: str, obj: Any) -> Any:
         if inspect.isclass(obj):
             try:
                 obj = obj()
-            except Exception as exc:  # noqa: BLE001
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001
                 raise PluginError(f"{kind} {name!r} could not be created: {type(exc).__name__}: {exc}") from None
         problem = check_door(obj) if kind == "door" else check_transport(obj)
         if problem:
@@ -176,66 +235,142 @@ def _check_kind(kind: str, name: str, obj: Any) -> Any:
 
 
 def check_all(kinds: Iterable[str] = GROUPS) -> list[PluginInfo]:
-    """Discover and try to load every enabled plugin (for `onedoor plugins --check`)."""
+    """Discover and try to load every enabled plugin (for `onedoor plugins --check`):
+    each gets ``error`` if it does not load, is the wrong kind of object, has a bad hook
+    implementation or misses an installed requirement, and ``warnings`` for hook
+    implementations that name no onedoor hook."""
+    from .requirements_check import unmet_requirements
+
     infos = discover(kinds)
+    unmet: dict[str, list[str]] = {}
     for info in infos:
         if not info.enabled:
             continue
         try:
-            load(info.kind, info.name)
+            info.obj = load(info.kind, info.name)
             info.loaded = True
         except PluginError as exc:
             info.error = str(exc)
+            continue
+        if info.kind != "backend":  # backends are not registered with the hooks
+            error, info.warnings = _hook_check(info.obj)
+            if error:
+                info.error = error
+                continue
+        if info.distribution != IN_PROCESS:
+            if info.distribution not in unmet:
+                unmet[info.distribution] = unmet_requirements(info.distribution)
+            if unmet[info.distribution]:
+                info.error = f"{info.distribution} needs {', '.join(unmet[info.distribution])}"
     return infos
+
+
+# ---------------------------------------------------------------------------------------
+# Hooks
+
+
+def _new_plugin_manager() -> Any:
+    import pluggy
+
+    from . import hookspecs
+
+    pm = pluggy.PluginManager("onedoor")
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+def _register(pm: Any, obj: Any, label: str) -> tuple[str | None, list[str]]:
+    """Register ``obj``'s hook implementations. Returns (error, unknown hooks): the error
+    if pluggy refused one (then nothing of ``obj`` stays registered), and one line per
+    implementation that names no onedoor hook. Raises nothing."""
+    try:
+        pm.register(obj, name=label)
+    except Exception as exc:  # noqa: BLE001 - pluggy's validation error, or a broken attribute
+        try:
+            if pm.is_registered(obj):
+                pm.unregister(obj)
+        except Exception:  # noqa: BLE001
+            pass
+        return f"has a bad hook implementation: {exc}", []
+    return None, unknown_hooks(pm, obj)
+
+
+def unknown_hooks(pm: Any, obj: Any) -> list[str]:
+    """One line per hook implementation of registered ``obj`` that names no hook
+    specification (a misspelling such as ``onedoor_run_startd``), unless it was marked
+    ``optionalhook=True``. Like pluggy's ``check_pending``, for one plugin."""
+    unknown = [
+        caller.name
+        for caller in pm.get_hookcallers(obj) or []
+        if not caller.has_spec() and not all(i.optionalhook for i in caller.get_hookimpls() if i.plugin is obj)
+    ]
+    if not unknown:
+        return []
+    import difflib
+
+    known = sorted(name for name, caller in vars(pm.hook).items() if not name.startswith("_") and caller.has_spec())
+    problems = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"did you mean {close[0]}?" if close else f"onedoor's hooks: {', '.join(known)}"
+        problems.append(f"implements {name}, which is not a onedoor hook ({hint})")
+    return problems
+
+
+def _hook_check(obj: Any) -> tuple[str | None, list[str]]:
+    """(error, unknown hooks) for ``obj``'s hook implementations, on a throwaway manager."""
+    return _register(_new_plugin_manager(), obj, "checked")
+
+
+def _report(message: str, strict: bool) -> None:
+    if strict:
+        raise PluginError(message)
+    print(f"onedoor: warning: {message}", file=sys.stderr)
 
 
 def plugin_manager(strict: bool | None = None) -> Any:
     """A pluggy PluginManager with the hookspecs and every enabled hook plugin.
 
-    A hook plugin that fails to load is reported on stderr (or raises PluginError in
-    strict mode); the others still register.
+    A hook plugin that fails to load or register, or that implements a hook onedoor does
+    not have, is reported on stderr (raises PluginError in strict mode); the others
+    still register.
     """
-    import pluggy
-
-    from . import hookspecs
-
     strict = strict_mode() if strict is None else strict
-    pm = pluggy.PluginManager("onedoor")
-    pm.add_hookspecs(hookspecs)
-    for name in _hook_names():
+    pm = _new_plugin_manager()
+    hook_names = set(installed_hook_names()) | {name for kind, name in _in_process if kind == "hook"}
+    for name in sorted(hook_names):
         if not is_enabled("hook", name):
             continue
         try:
             obj = load("hook", name)
-            pm.register(obj, name=f"hook:{name}")
-        except Exception as exc:  # noqa: BLE001 - pluggy validation errors too
-            message = str(exc) if isinstance(exc, PluginError) else f"hook {name!r}: {exc}"
-            if strict:
-                raise PluginError(message) from None
-            print(f"onedoor: warning: {message}", file=sys.stderr)
+        except PluginError as exc:
+            _report(str(exc), strict)
+            continue
+        error, unknown = _register(pm, obj, f"hook:{name}")
+        for problem in ([error] if error else []) + unknown:
+            _report(f"hook {name!r} {problem}", strict)
     return pm
 
 
-def _hook_names() -> list[str]:
-    """Names in the hooks group, from stevedore's entry-point cache (which loading
-    through stevedore reads anyway) rather than a second scan of every distribution."""
-    try:
-        from stevedore import _cache
+def installed_hook_names() -> list[str]:
+    """Names in the hooks group, read from stevedore's entry-point cache (which loading
+    through stevedore reads anyway) rather than by a second scan of every installed
+    distribution. ``make_test_instance`` builds a manager that loads nothing; its public
+    ``list_entry_points`` reads the cache."""
+    from stevedore import ExtensionManager
 
-        return sorted({ep.name for ep in _cache.get_group_all(GROUPS["hook"])})
-    except Exception:  # noqa: BLE001 - a stevedore without that cache: scan metadata
-        return [info.name for info in discover(["hook"])]
+    manager: Any = ExtensionManager.make_test_instance([], namespace=GROUPS["hook"])
+    return sorted({ep.name for ep in manager.list_entry_points()})
 
 
 def register_hooks(pm: Any, kind: str, name: str, obj: Any) -> None:
-    """Let a loaded door/transport/backend implement hooks too."""
-    if pm is None:
+    """Let a loaded door/transport/backend implement hooks too; its problems are
+    reported as for hook plugins."""
+    if pm is None or pm.is_registered(obj):
         return
-    try:
-        if not pm.is_registered(obj):
-            pm.register(obj, name=f"{kind}:{name}")
-    except Exception as exc:  # noqa: BLE001
-        print(f"onedoor: warning: {kind} {name!r} has bad hook implementations: {exc}", file=sys.stderr)
+    error, unknown = _register(pm, obj, f"{kind}:{name}")
+    for problem in ([error] if error else []) + unknown:
+        _report(f"{kind} {name!r} {problem}", strict_mode())
 
 
 def make_backend(name: str, *, cli: dict[str, Any] | None = None, file: dict[str, Any] | None = None) -> Any:

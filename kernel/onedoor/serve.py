@@ -7,6 +7,7 @@ combination, every plugin's options and the backend's. A problem is one
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 from . import plugins
 from .errors import CompositionError, OptionsError, PluginError
 from .kernel import Kernel, Limits
-from .options import _coerce, _hints, load_config_file, option_fields, parse_options, split_cli_options
+from .options import (
+    coerce_value,
+    field_types,
+    load_config_file,
+    option_fields,
+    parse_options,
+    split_cli_options,
+)
 
 if TYPE_CHECKING:
     from .composition import ServeContext
@@ -47,8 +55,31 @@ def build_limits(values: dict[str, Any]) -> Limits:
     unknown = sorted(set(values) - known)
     if unknown:
         raise OptionsError(f"unknown limit {unknown[0]!r}; known limits: {', '.join(sorted(known))}")
-    hints = _hints(Limits)
-    return Limits(**{k: _coerce(v, hints[k], f"limit {k!r}") for k, v in values.items()})
+    types = field_types(Limits)
+    return Limits(**{k: coerce_value(v, types[k], f"limit {k!r}") for k, v in values.items()})
+
+
+def default_doors() -> list[Any]:
+    """The installed doors of :data:`DEFAULT_HTTP_DOORS`, for a serve that names none.
+
+    A default door that fails to load is skipped with a warning (an error in strict
+    mode): the user did not ask for it by name, and the others still serve.
+    """
+    installed = plugins.names("door")
+    doors = []
+    for name in (n for n in DEFAULT_HTTP_DOORS if n in installed):
+        try:
+            doors.append(plugins.load("door", name))
+        except PluginError as exc:
+            if plugins.strict_mode():
+                raise
+            print(f"onedoor: warning: skipping the default door {name!r}: {exc}", file=sys.stderr)
+    if not doors:
+        raise CompositionError(
+            "no HTTP door is installed" + (" that loads" if installed else "")
+            + "; install one, e.g. pip install onedoor-door-rest onedoor-door-agui"
+        )
+    return doors
 
 
 def transports_by_shape() -> dict[str, list[str]]:
@@ -121,15 +152,12 @@ def plan_serve(settings: Settings, *, default_transport: str = "http") -> Plan:
     early = getattr(transport, "early", None)
     if callable(early):  # before any door or hook module is imported (stdio guards stdout here)
         early()
-    if not door_names:
-        if transport.shape != "asgi":
-            raise CompositionError(f"name a door to serve over {transport_name!r}: --door NAME")
-        door_names = [n for n in DEFAULT_HTTP_DOORS if n in plugins.names("door")]
-        if not door_names:
-            raise CompositionError(
-                "no HTTP door is installed; install one, e.g. pip install onedoor-door-rest onedoor-door-agui"
-            )
-    doors = [plugins.load("door", name) for name in door_names]
+    if door_names:
+        doors = [plugins.load("door", name) for name in door_names]
+    elif transport.shape != "asgi":
+        raise CompositionError(f"name a door to serve over {transport_name!r}: --door NAME")
+    else:
+        doors = default_doors()
     validate_combination(doors, transport, transports_by_shape())
     backend_name = settings.backend or config.get("backend") or DEFAULT_BACKEND
 

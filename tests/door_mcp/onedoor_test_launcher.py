@@ -26,7 +26,7 @@ from onedoor.hookspecs import hookimpl
 
 class Observer:
     @hookimpl
-    def onedoor_run_finished(self, run, outcome):  # noqa: ANN001
+    def onedoor_run_finished(self, run, outcome):
         path = os.environ.get("ONEDOOR_TEST_OUTCOMES")
         if not path:
             return
@@ -50,7 +50,7 @@ def noisy(options: ScriptedOptions | None = None):
     inner = scripted(options or ScriptedOptions())
 
     class Noisy:
-        def run(self, message, *, history=None, context=None):  # noqa: ANN001
+        def run(self, message, *, history=None, context=None):
             print("noise from print()")
             sys.stdout.flush()
             os.write(1, b"noise written to fd 1\n")
@@ -65,24 +65,8 @@ def noisy(options: ScriptedOptions | None = None):
 
 noisy.Options = ScriptedOptions  # type: ignore[attr-defined]
 
-_plugin_manager = plugins.plugin_manager
-_load = plugins.load
-
-
-def _patched_manager(*args, **kwargs):  # noqa: ANN002, ANN003
-    pm = _plugin_manager(*args, **kwargs)
-    pm.register(Observer(), name="test-observer")
-    return pm
-
-
-def _patched_load(kind: str, name: str):
-    if kind == "backend" and name == "noisy":
-        return noisy
-    return _load(kind, name)
-
-
-plugins.plugin_manager = _patched_manager
-plugins.load = _patched_load
+plugins.add_in_process_plugin("backend", "noisy", noisy)
+plugins.add_in_process_plugin("hook", "test-observer", Observer())
 
 if __name__ == "__main__":
     sys.argv[0] = "onedoor"

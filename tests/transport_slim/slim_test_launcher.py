@@ -26,7 +26,7 @@ class EchoDoor:
     framing = "ndjson"
     Options = None
 
-    async def serve_channel(self, channel, ctx):  # noqa: ANN001
+    async def serve_channel(self, channel, ctx):
         while True:
             try:
                 message = await channel.recv()
@@ -40,7 +40,7 @@ class EchoDoor:
 
 class Observer:
     @hookimpl
-    def onedoor_run_finished(self, run, outcome):  # noqa: ANN001
+    def onedoor_run_finished(self, run, outcome):
         path = os.environ.get("ONEDOOR_TEST_OUTCOMES")
         if path:
             record = {
@@ -53,26 +53,8 @@ class Observer:
                 fh.write(json.dumps(record) + "\n")
 
 
-_plugin_manager = plugins.plugin_manager
-_load = plugins.load
-_names = plugins.names
-
-
-def _patched_manager(*args, **kwargs):  # noqa: ANN002, ANN003
-    pm = _plugin_manager(*args, **kwargs)
-    pm.register(Observer(), name="test-observer")
-    return pm
-
-
-def _patched_load(kind: str, name: str):
-    if kind == "door" and name == "echo":
-        door = EchoDoor()
-        return door
-    return _load(kind, name)
-
-
-plugins.plugin_manager = _patched_manager
-plugins.load = _patched_load
+plugins.add_in_process_plugin("door", "echo", EchoDoor())
+plugins.add_in_process_plugin("hook", "test-observer", Observer())
 
 if __name__ == "__main__":
     sys.argv[0] = "onedoor"

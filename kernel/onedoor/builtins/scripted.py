@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterator, Literal, Sequence
+from typing import Any, AsyncIterator, Generator, Iterator, Literal, Sequence
 
 from ..events import (
     STOP_PENDING_TOOLS,
@@ -115,7 +115,6 @@ def plan(message: str, history: Sequence[Message], context: RunContext | None, o
             return
         text = f"No client tool named {name!r} was offered."
         flags["deltas"] = 0
-    last = history[-1] if history else None
     turn = 1 + sum(1 for m in history if m.role == "user")
     if options.reasoning:
         for piece in _words(f"The user wrote {len(text.split())} words; this is turn {turn}."):
@@ -124,20 +123,32 @@ def plan(message: str, history: Sequence[Message], context: RunContext | None, o
                 yield pause
     if flags.get("hang"):
         yield "hang"
+    reply = yield from _reply(run_id, text, history, turn, options, pause)
+    yield from _stream_reply(run_id, reply, flags, pause)
+
+
+def _reply(
+    run_id: str, text: str, history: Sequence[Message], turn: int, options: ScriptedOptions, pause: float
+) -> Generator[Step, None, str]:
+    """The reply text, after the word_count tool call when the reply is built from the message."""
+    last = history[-1] if history else None
     if last is not None and last.role == "tool":
-        reply = f"The tool returned: {last.content}"
-    elif options.reply:
-        reply = options.reply
-    else:
-        reply = f"You said: {text}"
-        if options.tool:
-            count = len(text.split())
-            call_id = f"call_{run_id[:8]}_wc"
-            yield ToolStarted(call_id, "word_count", {"text": text})
-            if pause:
-                yield pause
-            yield ToolFinished(call_id, "word_count", {"words": count})
-            reply = f"You said: {text} ({count} words, turn {turn})"
+        return f"The tool returned: {last.content}"
+    if options.reply:
+        return options.reply
+    if not options.tool:
+        return f"You said: {text}"
+    count = len(text.split())
+    call_id = f"call_{run_id[:8]}_wc"
+    yield ToolStarted(call_id, "word_count", {"text": text})
+    if pause:
+        yield pause
+    yield ToolFinished(call_id, "word_count", {"words": count})
+    return f"You said: {text} ({count} words, turn {turn})"
+
+
+def _stream_reply(run_id: str, reply: str, flags: dict[str, Any], pause: float) -> Iterator[Step]:
+    """The reply as text deltas (failing half-way when asked), then the terminal event."""
     pieces = _words(reply)
     if flags["deltas"]:
         pieces = [pieces[i % len(pieces)] for i in range(flags["deltas"])]

@@ -6,6 +6,11 @@ stray prints, native libraries' logs and child processes cannot corrupt the stre
 
 Framing: a door with ``framing = "ndjson"`` (JSON-RPC doors) gets one message per line,
 in and out; a ``"text"`` door (the terminal) gets lines in and raw text out.
+
+Bytes that are not UTF-8 never stop the reader. An NDJSON line is decoded with
+``surrogateescape``, so the door's JSON policy (:mod:`onedoor.wire`) refuses it as "not
+UTF-8" and answers with a protocol error; a text line gets U+FFFD in their place (it is
+what the user typed). Output never fails on encoding either (:func:`onedoor.wire.encode_text`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..composition import ChannelClosed, MessageTooLarge, ServeContext
+from ..wire import encode_text
 
 _protocol_fd: int | None = None
 
@@ -52,6 +58,7 @@ class StdioChannel:
         self._in = os.fdopen(os.dup(in_fd), "rb", buffering=0)
         self._out_fd = out_fd
         self._newline = framing == "ndjson"
+        self._errors = "surrogateescape" if self._newline else "replace"  # see the module docstring
         self._limit = max_message_bytes
         self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
         self._loop = asyncio.get_running_loop()
@@ -88,7 +95,7 @@ class StdioChannel:
                 if not self._deliver(MessageTooLarge(size, self._limit)):
                     return
                 continue
-            text = line.decode("utf-8", errors="replace").rstrip("\r\n")
+            text = line.decode("utf-8", errors=self._errors).rstrip("\r\n")
             if self._newline and not text.strip():
                 continue  # blank lines between NDJSON messages are ignored
             if not self._deliver(text):
@@ -106,7 +113,7 @@ class StdioChannel:
         return item
 
     async def send(self, message: str) -> None:
-        data = (message + "\n" if self._newline else message).encode("utf-8")
+        data = encode_text(message + "\n" if self._newline else message)
         view = memoryview(data)
         try:
             while view:

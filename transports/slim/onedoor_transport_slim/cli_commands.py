@@ -13,7 +13,7 @@ from typing import List, Optional
 from onedoor.hookspecs import hookimpl
 
 
-def _options(pairs: list[str], defaults: dict | None = None, **extra: object) -> object:
+def _options(pairs: list[str], defaults: dict | None = None, **extra: str | None) -> object:
     from onedoor.options import load_config_file, parse_options, split_cli_options
 
     from .options import SlimOptions
@@ -58,7 +58,9 @@ def onedoor_cli(app: object) -> None:
             print(f"onedoor ask: only --transport slim is supported here, not {transport!r}", file=sys.stderr)
             raise typer.Exit(2)
         if message == "-":
-            message = sys.stdin.read()
+            from onedoor.cli import read_stdin_message
+
+            message = read_stdin_message()
         from .ask import run_ask
 
         raise typer.Exit(run_ask(name, message, _options(list(option or []), {"probe_interval": 5.0, "probe_timeout": 5.0}, name=name), timeout=timeout))  # type: ignore[arg-type]

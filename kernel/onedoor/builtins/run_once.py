@@ -2,16 +2,13 @@
 
 ``run_once`` streams one reply to stdout as it is written (tool calls and reasoning go
 to stderr, so stdout is the reply alone), or with ``json_lines`` prints every core event
-as one JSON object a line. The interactive door is in :mod:`onedoor.builtins.chat`.
+as one JSON object a line. The interactive door is in :mod:`onedoor.builtins.terminal_door`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import signal
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from ..errors import RunRefused
 from ..events import (
@@ -26,26 +23,7 @@ from ..events import (
 )
 from ..kernel import Kernel
 from ..port import Message
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _install_sigint(callback: Any) -> bool:
-    try:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, callback)
-        return True
-    except (NotImplementedError, RuntimeError, ValueError):
-        return False
-
-
-def _remove_sigint() -> None:
-    try:
-        asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-    except (NotImplementedError, RuntimeError, ValueError):
-        pass
+from .console import ctrl_c_cancels, shorten
 
 
 async def run_once(
@@ -66,9 +44,8 @@ async def run_once(
     except RunRefused as exc:
         print(f"onedoor: {exc}", file=err)
         return 2
-    installed = _install_sigint(run.cancel)
     code = 0
-    try:
+    with ctrl_c_cancels(run.cancel):
         async with run:
             async for event in run:
                 if json_lines:
@@ -87,11 +64,11 @@ async def run_once(
                         err.write(event.text)
                         err.flush()
                 elif isinstance(event, ToolStarted):
-                    err.write(f"[tool {event.name} {_short(event.arguments)}]\n")
+                    err.write(f"[tool {event.name} {shorten(event.arguments)}]\n")
                     err.flush()
                 elif isinstance(event, ToolFinished):
                     mark = "failed" if event.is_error else "->"
-                    err.write(f"[tool {event.name} {mark} {_short(event.result)}]\n")
+                    err.write(f"[tool {event.name} {mark} {shorten(event.result)}]\n")
                     err.flush()
                 elif isinstance(event, RunFinished):
                     out.write("\n")
@@ -104,7 +81,4 @@ async def run_once(
                     out.flush()
                     print(f"onedoor: the run failed: {event.error}", file=err)
                     code = 1
-    finally:
-        if installed:
-            _remove_sigint()
     return code

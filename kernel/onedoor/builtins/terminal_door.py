@@ -14,7 +14,7 @@ from ..errors import RunRefused
 from ..events import STOP_CANCELLED, ReasoningDelta, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
 from ..kernel import Kernel
 from ..port import Message
-from .terminal import _install_sigint, _remove_sigint, _short
+from .console import ctrl_c_cancels, shorten
 
 if TYPE_CHECKING:
     from ..composition import ServeContext
@@ -73,8 +73,7 @@ class TerminalDoor:
         except RunRefused as exc:
             await channel.send(f"[refused: {exc}]\n")
             return None
-        installed = _install_sigint(run.cancel)
-        try:
+        with ctrl_c_cancels(run.cancel):
             async with run:
                 async for event in run:
                     if isinstance(event, TextDelta):
@@ -82,9 +81,9 @@ class TerminalDoor:
                     elif isinstance(event, ReasoningDelta) and options.show_reasoning:
                         await channel.send(event.text)
                     elif isinstance(event, ToolStarted) and options.show_tools:
-                        await channel.send(f"[tool {event.name} {_short(event.arguments)}]\n")
+                        await channel.send(f"[tool {event.name} {shorten(event.arguments)}]\n")
                     elif isinstance(event, ToolFinished) and options.show_tools:
-                        await channel.send(f"[tool {event.name} -> {_short(event.result)}]\n")
+                        await channel.send(f"[tool {event.name} -> {shorten(event.result)}]\n")
                     elif isinstance(event, RunFinished):
                         note = " [cancelled]" if event.stop_reason == STOP_CANCELLED else ""
                         await channel.send(note + "\n")
@@ -92,9 +91,6 @@ class TerminalDoor:
                     elif isinstance(event, RunFailed):
                         await channel.send(f"\n[error: {event.error}]\n")
                         return None
-        finally:
-            if installed:
-                _remove_sigint()
         return None
 
 

@@ -1,0 +1,225 @@
+"""The typer application behind the ``onedoor`` command: the built-in commands (run, chat,
+serve, plugins) and those that hook plugins add (pluggy hook ``onedoor_cli``).
+
+:func:`invoke` runs it in typer's non-standalone mode, so that every outcome comes back
+here: typer's usage errors are shown as typer shows them (exit 2), the rest is left to
+:func:`onedoor.cli.run_cli`'s error policy. Commands import what they use inside their
+body: `onedoor plugins` never imports a server library.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, List, Sequence
+
+import typer
+
+from . import __version__
+from .cli import RunRequest, run_command
+
+BUILT_IN_COMMANDS = ("run", "chat", "serve", "plugins")
+
+app = typer.Typer(
+    name="onedoor",
+    help="One agent, every door: terminal, REST, AG-UI, MCP, ACP over stdio, HTTP or SLIM.",
+    invoke_without_command=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+OptionPairs = typer.Option(
+    None, "--option", "-o", help="plugin option NAME=VALUE (or PLUGIN.NAME=VALUE, limits.NAME=VALUE); repeatable"
+)
+ConfigPath = typer.Option(None, "--config", help="config file (default: ./onedoor.toml if present)")
+BackendName = typer.Option(None, "--backend", "-b", help="backend plugin (default: scripted)")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"onedoor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="show the version"),
+) -> None:
+    """One agent, every door."""
+    if ctx.invoked_subcommand is None:  # `onedoor` alone: the usage, as for any usage mistake
+        print(ctx.get_help(), file=sys.stderr)
+        raise typer.Exit(2)
+
+
+@app.command()
+def run(
+    message: str = typer.Argument(..., help="what to say to the agent ('-' reads stdin)"),
+    backend: str | None = BackendName,
+    json_lines: bool = typer.Option(False, "--json", help="print every event as one JSON object a line"),
+    reasoning: bool = typer.Option(False, "--reasoning", help="show the agent's reasoning on stderr"),
+    option: List[str] | None = OptionPairs,
+    config: Path | None = ConfigPath,
+) -> None:
+    """Send one message and stream the reply as it is written."""
+    request = RunRequest(message, backend, json_lines, reasoning, tuple(option or ()), config)
+    raise typer.Exit(run_command(request))
+
+
+@app.command()
+def chat(
+    backend: str | None = BackendName,
+    option: List[str] | None = OptionPairs,
+    config: Path | None = ConfigPath,
+) -> None:
+    """Talk to the agent in this terminal, keeping the conversation
+    (the same as `onedoor serve --door terminal --transport stdio`)."""
+    from .serve import Settings
+    from .serve import serve as do_serve
+
+    settings = Settings(doors=["terminal"], transport="stdio", backend=backend, options=option or [], config=config)
+    raise typer.Exit(do_serve(settings))
+
+
+@app.command()
+def serve(
+    door: List[str] | None = typer.Option(None, "--door", "-d", help="door to serve; repeatable (default: rest, agui, mcp)"),
+    transport: str | None = typer.Option(None, "--transport", "-t", help="transport (default: http)"),
+    backend: str | None = BackendName,
+    host: str | None = typer.Option(None, "--host", help="address to bind (http; default 127.0.0.1)"),
+    port: int | None = typer.Option(None, "--port", help="port to bind (http; default 8000)"),
+    token: str | None = typer.Option(None, "--token", help="bearer token every request must carry (http)"),
+    option: List[str] | None = OptionPairs,
+    config: Path | None = ConfigPath,
+) -> None:
+    """Serve the agent through one or more doors over a transport."""
+    from .serve import Settings
+    from .serve import serve as do_serve
+
+    pairs = list(option or [])
+    for name, value in (("host", host), ("port", port), ("token", token)):
+        if value is not None:
+            pairs.append(f"{name}={value}")
+    settings = Settings(doors=list(door or []), transport=transport, backend=backend, options=pairs, config=config)
+    raise typer.Exit(do_serve(settings))
+
+
+@app.command()
+def plugins(
+    check: bool = typer.Option(
+        False, "--check", help="also import every plugin, check its requirements and hooks, and report the broken ones"
+    ),
+    show_options: bool = typer.Option(False, "--options", help="list each plugin's options"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """List installed backends, doors, transports and hooks (reads metadata; imports
+    nothing unless --check or --options)."""
+    import json
+
+    from . import plugins as plugin_registry
+
+    infos = plugin_registry.check_all() if (check or show_options) else plugin_registry.discover()
+    option_rows = _option_rows(infos) if show_options else {}
+    if as_json:
+        print(json.dumps([
+            {
+                "kind": i.kind, "name": i.name, "target": i.target, "distribution": i.distribution,
+                "version": i.version, "enabled": i.enabled, "error": i.error, "warnings": i.warnings,
+                **({"options": [list(r) for r in option_rows.get((i.kind, i.name), [])]} if show_options else {}),
+            }
+            for i in infos
+        ], indent=2))
+    else:
+        kind = None
+        for info in infos:
+            if info.kind != kind:
+                kind = info.kind
+                print(f"{kind}s:")
+            state = "" if info.enabled else "  (disabled)"
+            if info.error:
+                state = f"  BROKEN: {info.error}"
+            elif check and info.loaded:
+                state = "  ok"
+            print(f"  {info.name:<14} {info.distribution} {info.version}{state}")
+            for warning in info.warnings:
+                print(f"      warning: {warning}")
+            for name, default, help_text in option_rows.get((info.kind, info.name), []):
+                print(f"      -o {name}={default}  {help_text}")
+    troubled = [i for i in infos if i.error or (check and i.warnings)]
+    if troubled and plugin_registry.strict_mode():
+        raise typer.Exit(1)
+
+
+def _option_rows(infos: list[Any]) -> dict[tuple[str, str], list[tuple[str, str, str]]]:
+    """(name, default, help) of each loaded plugin's options; a plugin whose ``Options``
+    is not a dataclass gets an error instead."""
+    from .options import describe
+
+    rows: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    for info in infos:
+        if not info.loaded or info.kind == "hook":
+            continue
+        try:
+            rows[(info.kind, info.name)] = describe(getattr(info.obj, "Options", None))
+        except TypeError as exc:
+            info.error = info.error or f"its Options cannot be listed: {exc}"
+    return rows
+
+
+def add_plugin_commands(target: Any = app) -> None:
+    """Let hook plugins add commands (pluggy hook ``onedoor_cli``). A plugin whose hook
+    raises is reported on stderr (an error in strict mode); the other commands stay."""
+    from .errors import PluginError
+    from .plugins import plugin_manager, strict_mode
+
+    for impl in plugin_manager().hook.onedoor_cli.get_hookimpls():
+        try:
+            impl.function(app=target)
+        except Exception as exc:  # noqa: BLE001 - one plugin's commands must not take the CLI down
+            message = f"{impl.plugin_name}: could not add its commands: {type(exc).__name__}: {exc}"
+            if strict_mode():
+                raise PluginError(message) from None
+            print(f"onedoor: warning: {message}", file=sys.stderr)
+
+
+def _usage_error_types() -> tuple[type[BaseException], ...]:
+    """The exceptions typer raises for a mistyped command line.
+
+    typer 0.28 and later carry their own copy of click, whose exceptions derive from
+    ``typer.TyperException``; older typer raises those of the click package (imported
+    by then, as typer uses it). A plugin's command may raise click's own too.
+    """
+    types: list[type[BaseException]] = []
+    own = getattr(typer, "TyperException", None)
+    if own is not None:
+        types.append(own)
+    click = sys.modules.get("click")
+    if click is not None:
+        types.append(click.ClickException)
+    return tuple(types)
+
+
+def _abort_types() -> tuple[type[BaseException], ...]:
+    click = sys.modules.get("click")
+    return (typer.Abort,) + ((click.Abort,) if click is not None else ())
+
+
+def invoke(args: Sequence[str]) -> int:
+    """Run the typer application on ``args``; the exit code."""
+    if not args or args[0] not in (*BUILT_IN_COMMANDS, "--version"):
+        add_plugin_commands()  # built-in commands do not pay for loading hook plugins twice
+    try:
+        result = app(args=list(args), prog_name="onedoor", standalone_mode=False)
+    except _usage_error_types() as exc:
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            print(f"Error: {exc}", file=sys.stderr)
+        code = getattr(exc, "exit_code", 2)
+        return code if isinstance(code, int) else 2
+    except _abort_types():
+        print("onedoor: interrupted", file=sys.stderr)
+        return 130
+    return result if isinstance(result, int) else 0
