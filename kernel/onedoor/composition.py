@@ -34,6 +34,12 @@ A **transport** plugin object has::
 
 Plugin modules must import nothing heavy at module level: the CLI imports a transport
 to learn its shape, and `onedoor run` must stay fast.
+
+The same contracts as typed protocols, for a door author's editor and mypy:
+:class:`AsgiDoor`, :class:`ChannelDoor`, :class:`Transport`; what an asgi door hands
+the transport is an :class:`AsgiMount`; what an asgi transport tells its doors is an
+:class:`Endpoint` (``ctx.endpoint``: bound host and port, base URL, whether a token is
+required), so a door never reads the transport's options.
 """
 
 from __future__ import annotations
@@ -88,12 +94,53 @@ class AsgiMount:
     factory, or None) is entered by the parent app at start-up, since mounted apps'
     own lifespans are not run. ``links`` are (label, path) pairs printed at start-up,
     e.g. ``("chat page", "/agui/")``.
+
+    The transport guards every request before the door sees it (Host, Origin, token,
+    content type, body size, JSON); a door tunes that guard for its own prefix only:
+
+    ``content_types``    media types a POST (what starts or changes something) may
+                         carry; others get 415. ``application/json``
+                         also admits ``application/*+json``. A JSON body is decoded once,
+                         under :mod:`onedoor.wire`, before the door runs.
+    ``cors_headers``     request headers a listed cross-origin page may send (CORS
+                         allow-headers), beyond ``authorization``, ``content-type``, ``accept``.
+    ``cors_expose``      response headers such a page may read (CORS expose-headers).
+    ``allowed_hosts``    extra ``Host`` values served under this prefix (``name``,
+                         ``name:port``, ``name:*``; ``*`` turns the Host check off here).
+    ``allowed_origins``  extra browser ``Origin`` values accepted under this prefix
+                         (``https://app.example``, ``http://name:*``; ``*``: any).
     """
 
     app: Any
     prefix: str
     lifespan: Callable[[], Any] | None = None
     links: list[tuple[str, str]] = field(default_factory=list)
+    content_types: tuple[str, ...] = ("application/json",)
+    cors_headers: tuple[str, ...] = ()
+    cors_expose: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+
+
+@dataclass
+class Endpoint:
+    """What an asgi transport tells the doors it serves (``ServeContext.endpoint``).
+
+    ``host`` is the bound address and ``port`` the bound port (the configured one until
+    the socket is bound: with ``--port 0`` it is 0 until the first request arrives).
+    ``token_required``: every request must carry the transport's token, so a door can
+    say so (e.g. in its OpenAPI document) without reading the transport's options.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    token_required: bool = False
+    scheme: str = "http"
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
+        return f"{self.scheme}://{host}:{self.port}"
 
 
 @dataclass
@@ -106,6 +153,7 @@ class ServeContext:
     transport_name: str = ""
     hooks: Any = None  # pluggy hook relay, or None
     extras: dict[str, Any] = field(default_factory=dict)
+    endpoint: Endpoint | None = None  # set by an asgi transport before it asks doors for mounts
 
     def options_for(self, plugin: str) -> Any:
         return self.options.get(plugin)
@@ -118,7 +166,37 @@ class Door(Protocol):
 
 
 @runtime_checkable
+class AsgiDoor(Protocol):
+    """A door served by an asgi transport (``"asgi" in shapes``)."""
+
+    name: str
+    shapes: frozenset[str]
+
+    def asgi_mount(self, ctx: ServeContext) -> AsgiMount:
+        """The door's ASGI app and how to mount it; called once, before the server starts.
+        ``ctx.endpoint`` says where the server listens and whether it requires a token."""
+        ...
+
+
+@runtime_checkable
+class ChannelDoor(Protocol):
+    """A door served over channels (``"channel" in shapes``); ``framing`` (``"ndjson"``
+    or ``"text"``) tells a line-based transport how messages travel."""
+
+    name: str
+    shapes: frozenset[str]
+
+    async def serve_channel(self, channel: Channel, ctx: ServeContext) -> None:
+        """Serve one peer session until the channel closes (``recv()`` gives None)."""
+        ...
+
+
+@runtime_checkable
 class Transport(Protocol):
+    """A transport: ``shape`` is ``"asgi"`` or ``"channel"``. Optional members (not part
+    of the runtime check): ``max_doors``, ``Options``, ``early()``, ``prepare(options)``;
+    see this module's docstring."""
+
     name: str
     shape: str
 

@@ -4,24 +4,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from cross_helpers import installed_asgi_doors
 from onedoor import plugins
 
 TOKEN = "cross-door-test-token-0123456789"
-
-
-def _installed_asgi_doors() -> list[str]:
-    names = []
-    for name in plugins.names("door"):
-        try:
-            door = plugins.load("door", name)
-        except Exception:  # noqa: BLE001 - a broken door is another test's business
-            continue
-        if "asgi" in door.shapes:
-            names.append(name)
-    return names
-
-
-DOORS = _installed_asgi_doors()
+DOORS = installed_asgi_doors()
 
 
 def _routes(app, prefix: str = "") -> list[tuple[str, set[str]]]:

@@ -1,49 +1,28 @@
-"""Shared helpers for the AG-UI door tests (imported by name: see conftest.py): a real uvicorn server in a thread, SSE parsing."""
+"""Helpers for the AG-UI door tests (imported by name: see conftest.py): the door on a real
+uvicorn in a thread, its events; the helpers every folder shares are in
+tests/onedoor_test_support.py (Recorder, parse_sse, node_or_skip)."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
-import pytest
+import onedoor_test_support as support
 from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.composition import ServeContext
 from onedoor.kernel import Backend, Kernel, Limits
 from onedoor_door_agui import AguiDoor, AguiOptions
+from onedoor_test_support import Recorder
 from onedoor_transport_http import HttpOptions
 from onedoor_transport_http.testing import ThreadedServer
 
 HERE = Path(__file__).parent
 JS = HERE / "js"
 TOKEN = "test-token-0123456789abcdef"
-
-
-class Recorder:
-    """A lifecycle-hook observer: what the kernel says about every run."""
-
-    def __init__(self) -> None:
-        self.finished: dict[str, Any] = {}
-
-    def onedoor_run_started(self, run: Any) -> None:
-        pass
-
-    def onedoor_run_finished(self, run: Any, outcome: Any) -> None:
-        self.finished[run.run_id] = outcome
-
-    def wait_for(self, run_id: str, timeout: float = 10.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if run_id in self.finished:
-                return self.finished[run_id]
-            time.sleep(0.02)
-        raise AssertionError(f"run {run_id} did not finish within {timeout} s")
 
 
 @contextlib.contextmanager
@@ -69,13 +48,8 @@ def run_input(text: str | None = "hello there", *, messages: list | None = None,
 
 
 def parse_sse(body: str) -> list[dict[str, Any]]:
-    """AG-UI events from an SSE body framed with blank lines; comments are skipped."""
-    events = []
-    for frame in body.split("\n\n"):
-        data = [line[5:].lstrip() for line in frame.split("\n") if line.startswith("data:")]
-        if data:
-            events.append(json.loads("\n".join(data)))
-    return events
+    """AG-UI events from an SSE body (the shared parser: \\n\\n framing enforced, comments skipped)."""
+    return [frame.data for frame in support.parse_sse(body)]
 
 
 def artifacts_dir() -> Path:
@@ -89,9 +63,5 @@ def artifacts_dir() -> Path:
 
 
 def node_or_skip() -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed (Node 20 runs the official AG-UI client)")
-    if not (JS / "node_modules" / "@ag-ui" / "client").is_dir():
-        pytest.skip("tests/door_agui/js/node_modules is missing: run `npm ci --prefix tests/door_agui/js`")
-    return node
+    """Node and this folder's npm packages (the official AG-UI client), or a skip."""
+    return support.node_or_skip(JS, "@ag-ui/client")

@@ -153,7 +153,7 @@ def test_client_disconnect_cancels_the_run():
         client, response, events, _, _ = _stream_until(server.base_url, payload, 20)
         response.close()
         client.close()
-        outcome = recorder.wait_for(payload["runId"])
+        outcome = recorder.wait_finished(payload["runId"])
         assert outcome.stop_reason == "cancelled"
         deadline = time.monotonic() + 10
         while kernel.active_runs and time.monotonic() < deadline:
@@ -177,7 +177,7 @@ def test_cancel_endpoint_ends_with_cancelled_outcome(mode):
         events += parse_sse(rest)
         assert_valid(events)
         assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["outcome"] == {"type": "cancelled"}
-        assert recorder.wait_for(payload["runId"]).stop_reason == "cancelled"
+        assert recorder.wait_finished(payload["runId"]).stop_reason == "cancelled"
 
 
 def test_busy_server_answers_429_with_retry_after_and_duplicate_run_409():
@@ -275,7 +275,8 @@ def test_page_info_and_other_routes():
         assert info["protocolVersion"] == "1.0" and info["door"] == "agui"
         assert httpx.delete(f"{base}/agui/").status_code == 405
         assert httpx.get(f"{base}/agui/nope").status_code == 404
-        assert httpx.post(f"{base}/agui/cancel", content=b"{x").status_code == 400
+        assert httpx.post(f"{base}/agui/cancel", content=b"{x", headers={"content-type": "application/json"}).status_code == 400
+        assert httpx.post(f"{base}/agui/cancel", content=b"{}", headers={"content-type": "text/plain"}).status_code == 415
 
 
 def test_page_can_be_turned_off():
@@ -336,3 +337,44 @@ async def test_a_stream_cut_short_by_its_task_still_ends_with_one_terminal_event
     assert_valid(events)
     assert events[-1]["outcome"] == {"type": "cancelled"}
     assert kernel.active_runs == 0
+
+
+class SplitEmoji:
+    """A backend whose deltas split an emoji between two lone surrogates (as some models do)."""
+
+    def run(self, message, *, history=None, context=None):
+        from onedoor.events import RunFinished, RunStarted, TextDelta, ToolFinished, ToolStarted
+
+        yield RunStarted(context.run_id)
+        yield TextDelta("smile \ud83d")
+        yield ToolStarted("c1", "echo", {"text": "half \udc00"})
+        yield ToolFinished("c1", "echo", {"text": "half \udc00"}, False)
+        yield TextDelta("\ude00 done")
+        yield RunFinished(context.run_id, "smile \ud83d\ude00 done")
+
+
+def test_lone_surrogates_from_the_backend_are_escaped_and_the_emoji_reassembles():
+    from onedoor.composition import ServeContext
+    from onedoor.testing import kernel_for_agent
+    from onedoor_door_agui import AguiDoor
+    from onedoor_transport_http import HttpOptions
+    from onedoor_transport_http.testing import ThreadedServer
+
+    kernel = kernel_for_agent(SplitEmoji, "split")
+    ctx = ServeContext(kernel=kernel, options={"agui": AguiOptions(keepalive=0)}, door_names=["agui"], transport_name="http")
+    with ThreadedServer([AguiDoor()], ctx, HttpOptions(port=0)) as server:
+        response = post_run(server.base_url, run_input("hi"))
+        assert response.status_code == 200
+        response.content.decode("utf-8")  # the bytes on the wire are valid UTF-8
+        events = parse_sse(response.text)
+        assert_valid(events)
+        assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+        joined = text_of(events)  # what a JS client gets by joining the deltas (UTF-16 strings)
+        assert joined.encode("utf-16", "surrogatepass").decode("utf-16") == "smile \U0001f600 done"
+        result = next(e for e in events if e["type"] == "TOOL_CALL_RESULT")
+        assert json.loads(result["content"]) == {"text": "half \udc00"}
+        # a prompt holding a lone surrogate is refused before any run: 400, not a failed run
+        body = json.dumps(run_input("a \ud800 b")).encode()
+        refused = httpx.post(f"{server.base_url}/agui/", content=body, headers={"content-type": "application/json"})
+        assert refused.status_code == 400 and refused.json()["error"] == "bad_json"
+        assert kernel.active_runs == 0

@@ -23,9 +23,11 @@ def test_committed_bundle_is_not_stale(tmp_path):
         pytest.skip("plugins/door-agui/web/node_modules is missing: run `npm ci --prefix plugins/door-agui/web`")
     proc = subprocess.run([node, "build.mjs", "--out", str(tmp_path)], cwd=WEB, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    fresh = (tmp_path / "chat.js").read_bytes()
-    committed = (STATIC / "chat.js").read_bytes()
-    assert fresh == committed, "onedoor_door_agui/static/chat.js is stale: run plugins/door-agui/web/build.sh and commit it"
+    # the bundle, and the notices of the third-party code in it (shipped as a license file)
+    for built in (STATIC / "chat.js", WEB.parent / "THIRD-PARTY-NOTICES.txt"):
+        assert built.is_file(), f"{built} is missing: run plugins/door-agui/web/build.sh"
+        fresh = (tmp_path / built.name).read_bytes()
+        assert fresh == built.read_bytes(), f"{built} is stale: run plugins/door-agui/web/build.sh and commit it"
 
 
 def test_bundle_ships_inside_the_package():
@@ -46,6 +48,10 @@ def test_page_in_headless_chromium():
         proc = subprocess.run([node, "browser.mjs", url, str(shot)], cwd=JS, capture_output=True, text=True, timeout=150)
         assert proc.returncode == 0, proc.stderr[-3000:]
         seen = json.loads(proc.stdout.strip().splitlines()[-1])
+        # the token left the address bar at once; the page works on an HttpOnly, SameSite=Strict cookie
+        assert "token" not in seen["url"] and seen["url"].endswith("/agui/")
+        assert TOKEN not in seen["pageCookies"] and "onedoor_token" not in seen["pageCookies"]
+        assert any(c["name"].startswith("onedoor_token_") and c["httpOnly"] and c["sameSite"] == "Strict" for c in seen["cookies"])
         # the reply streamed: its length grew through several values before the end
         growing = [n for n in seen["lengths"] if n > 0]
         assert len(set(growing)) >= 3 and growing == sorted(growing), seen["lengths"]

@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from onedoor_transport_http.testing import start_server  # noqa: E402
-from rest_helpers import TOKEN  # noqa: E402
+from onedoor_transport_http.testing import start_server
+from rest_helpers import TOKEN
 
 
 def pytest_configure(config: Any) -> None:

@@ -15,7 +15,8 @@ import pytest
 from onedoor.events import STOP_CANCELLED, RunFinished, RunStarted, TextDelta
 from onedoor.kernel import Limits
 from onedoor.testing import kernel_for_agent, scripted_kernel
-from rest_helpers import Recorder, parse_sse, rest_server, wait_until
+from onedoor_test_support import Recorder, await_for, wait_for
+from rest_helpers import parse_sse, rest_server
 
 MODES = ["sync", "async"]
 
@@ -113,7 +114,7 @@ def test_first_event_arrives_while_the_backend_is_still_running(agent):
                     break
             # the backend is blocked on the gate: it cannot have finished
             assert not gate.is_set()
-            assert kernel.hooks.finished == [] and kernel.active_runs == 1
+            assert kernel.hooks.finished == {} and kernel.active_runs == 1
             assert "run_finished" not in seen
             gate.set()
             seen += "".join(chunks)
@@ -143,11 +144,11 @@ def test_client_disconnect_cancels_the_run(agent):
         with client.stream("POST", "/rest/chat/stream", json={"message": "go on forever"}) as r:
             chunks = r.iter_text()
             read_until_event(chunks, "text_delta")
-            assert kernel.active_runs == 1 and kernel.hooks.finished == []
+            assert kernel.active_runs == 1 and kernel.hooks.finished == {}
         # the client has gone: the backend is told, its worker ends, the run is cancelled
-        assert wait_until(lambda: kernel.active_runs == 0 and not kernel.worker_threads())
-        assert wait_until(lambda: len(kernel.hooks.finished) == 1)
-        outcome = kernel.hooks.finished[0][1]
+        wait_for(lambda: kernel.active_runs == 0 and not kernel.worker_threads(), "the run and its worker to end")
+        wait_for(lambda: len(kernel.hooks.finished) == 1, "the finished hook")
+        outcome = list(kernel.hooks.finished.values())[0]
         assert isinstance(outcome, RunFinished) and outcome.stop_reason == STOP_CANCELLED
         assert agent.told == ["cancel"] if agent is Endless else agent.told == ["cancelled"]
 
@@ -158,17 +159,9 @@ def test_client_disconnect_on_chat_cancels_the_run(mode):
     with rest_server(kernel) as server:
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(server.base_url + "/rest/chat", json={"message": "/hang wait"}, timeout=httpx.Timeout(10, read=0.5))
-        assert wait_until(lambda: kernel.active_runs == 0 and not kernel.worker_threads())
-        assert wait_until(lambda: len(kernel.hooks.finished) == 1)
-        assert kernel.hooks.finished[0][1].stop_reason == STOP_CANCELLED
-
-
-async def _poll(predicate, tries: int = 750) -> bool:
-    for _ in range(tries):
-        if predicate():
-            return True
-        await asyncio.sleep(0.02)
-    return bool(predicate())
+        wait_for(lambda: kernel.active_runs == 0 and not kernel.worker_threads(), "the run and its worker to end")
+        wait_for(lambda: len(kernel.hooks.finished) == 1, "the finished hook")
+        assert list(kernel.hooks.finished.values())[0].stop_reason == STOP_CANCELLED
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -192,9 +185,10 @@ async def test_hundred_clients_disconnect_mid_run(mode):
             seen = await asyncio.gather(*(one(i) for i in range(clients)))
         assert all("event: text_delta\n" in s and "run_finished" not in s for s in seen)
         # every run ends cancelled; no worker thread, run or task is left behind
-        assert await _poll(lambda: len(kernel.hooks.finished) == clients), len(kernel.hooks.finished)
-        assert await _poll(lambda: kernel.active_runs == 0 and not kernel.worker_threads())
-        outcomes = [outcome for _, outcome in kernel.hooks.finished]
+        await await_for(lambda: len(kernel.hooks.finished) == clients, f"{clients} finished hooks")
+        await await_for(lambda: kernel.active_runs == 0 and not kernel.worker_threads(), "every run and worker to end")
+        outcomes = list(kernel.hooks.finished.values())
         assert all(isinstance(o, RunFinished) and o.stop_reason == STOP_CANCELLED for o in outcomes)
         assert len({o.run_id for o in outcomes}) == clients
-        assert await _poll(lambda: server.call(lambda: len(asyncio.all_tasks(server.loop))) <= tasks_before)
+        await await_for(lambda: server.call(lambda: len(asyncio.all_tasks(server.loop))) <= tasks_before,
+                        "the server's tasks to go back to their number before the clients came")

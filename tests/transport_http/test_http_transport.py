@@ -26,6 +26,7 @@ from onedoor_transport_http.testing import ThreadedServer, start_server
 
 TOKEN = "transport-test-token-abcdefghij"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+JSON = {"content-type": "application/json"}
 
 
 def serve_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -190,16 +191,17 @@ def test_body_cap_is_413_json_before_the_door_reads():
     ctx = ServeContext(kernel=scripted_kernel(), door_names=["echo"], transport_name="http")
     with ThreadedServer([EchoDoor()], ctx, HttpOptions(port=0, max_body_bytes=2048)) as server:
         url = server.base_url + "/echo/x"
-        r = httpx.post(url, content=b"a" * 4096, timeout=10)
+        r = httpx.post(url, content=b"a" * 4096, headers=JSON, timeout=10)
         assert r.status_code == 413 and r.json() == {"error": "too_large", "detail": "request body over 2048 bytes"}
 
         def chunks():
             for _ in range(8):
                 yield b"b" * 512
 
-        r = httpx.post(url, content=chunks(), timeout=10)  # chunked: no Content-Length to trust
+        r = httpx.post(url, content=chunks(), headers=JSON, timeout=10)  # chunked: no Content-Length to trust
         assert r.status_code == 413 and r.json()["error"] == "too_large"
-        assert httpx.post(url, content=b"c" * 2048, timeout=10).status_code == 200
+        fits = b'"' + b"c" * 2046 + b'"'
+        assert httpx.post(url, content=fits, headers=JSON, timeout=10).status_code == 200
         missing = httpx.get(server.base_url + "/nowhere", timeout=10)
         assert missing.status_code == 404 and missing.json() == {"error": "not_found", "detail": "no route for /nowhere"}
         root = httpx.get(server.base_url + "/", timeout=10, follow_redirects=False)

@@ -7,7 +7,10 @@ heavy: the ASGI app, ag-ui-protocol and pydantic load in :meth:`AguiDoor.asgi_mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from onedoor.composition import AsgiMount, ServeContext
 
 __version__ = "0.1.0"
 
@@ -56,7 +59,7 @@ class AguiDoor:
     shapes = frozenset({"asgi"})
     Options = AguiOptions
 
-    def asgi_mount(self, ctx: Any) -> Any:
+    def asgi_mount(self, ctx: ServeContext) -> AsgiMount:
         from onedoor.composition import AsgiMount
 
         from .app import AguiApp

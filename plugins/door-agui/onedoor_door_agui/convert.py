@@ -9,11 +9,11 @@ earlier runs and are left out; developer messages become system messages.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from onedoor.port import Message, ToolCall, ToolSpec
+from onedoor.wire import WireError, decode_json
 
 CONTINUE_PROMPT = ""  # a continuation: the kernel takes an empty message after tool results
 KNOWN_ROLES = ("user", "assistant", "tool", "system", "developer", "reasoning", "activity")
@@ -78,9 +78,11 @@ def _text(content: Any) -> str:
 
 
 def _arguments(raw: str) -> Any:
+    """A tool call's arguments (JSON text from the client) as a value; kept as text when
+    they are not JSON under onedoor.wire (too deep, huge numbers…)."""
     try:
-        return json.loads(raw) if raw else {}
-    except json.JSONDecodeError:
+        return decode_json(raw) if raw else {}
+    except WireError:
         return raw
 
 

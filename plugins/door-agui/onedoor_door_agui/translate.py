@@ -20,7 +20,10 @@ RunFailed              RUN_ERROR
 Open text and reasoning messages are closed before anything that must not nest in them
 and before the terminal event. There is exactly one terminal event: events after it are
 dropped, and :meth:`Translator.finish` supplies one if the core stream never did.
-It imports nothing but the standard library and the core events.
+Frames are written with :func:`onedoor.wire.encode_json`, so a lone surrogate in a
+backend's text (half an emoji split across two deltas) leaves as a ``\\u`` escape and the
+client's joined text gets the emoji back.
+It imports nothing but the standard library and the kernel's events and wire policy.
 """
 
 from __future__ import annotations
@@ -40,15 +43,21 @@ from onedoor.events import (
     ToolFinished,
     ToolStarted,
 )
+from onedoor.wire import WireError, decode_json, encode_json
 
 PROTOCOL_VERSION = "1.0"
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
 def encode_sse(event: dict[str, Any]) -> bytes:
     """One SSE frame for one AG-UI event, framed with a blank line (``\\n\\n``)."""
-    return b"data: " + _dumps(event).encode() + b"\n\n"
+    return b"data: " + encode_json(event) + b"\n\n"
+
+
+def encode_all(events: list[dict[str, Any]]) -> bytes:
+    """SSE frames for several AG-UI events."""
+    return b"".join(map(encode_sse, events))
 
 
 def _arguments_text(arguments: Any) -> str:
@@ -57,9 +66,9 @@ def _arguments_text(arguments: Any) -> str:
         return "{}"
     if isinstance(arguments, str):
         try:
-            if isinstance(json.loads(arguments), dict):
+            if isinstance(decode_json(arguments), dict):
                 return arguments
-        except ValueError:
+        except WireError:
             pass
     return _dumps(arguments)
 
@@ -101,7 +110,7 @@ class Translator:
         self.messages: list[dict[str, Any]] = []  # this run's messages, when recording
         self._by_id: dict[str, dict[str, Any]] = {}
         self._parts: dict[str, list[str]] = {}
-        self._content_head = ""  # the start of a CONTENT frame for the open text message
+        self._content_head = b""  # the start of a CONTENT frame for the open text message
         self.outcome: dict[str, Any] | None = None  # the terminal event, once sent
 
     # -- ids and recording ----------------------------------------------------------------
@@ -127,7 +136,7 @@ class Translator:
                 return b""
             if self.record:
                 self._parts[self.text_id].append(text)
-            return (self._content_head + _dumps(text) + "}\n\n").encode()
+            return self._content_head + encode_json(text) + b"}\n\n"
         out = self.feed(event)
         if len(out) == 1:
             return encode_sse(out[0])
@@ -149,7 +158,7 @@ class Translator:
             out = self._start() if not self.started else []
             self._close_reasoning(out)
             mid = self.text_id = self.last_assistant = self._new_id()
-            self._content_head = f'data: {{"type":"TEXT_MESSAGE_CONTENT","messageId":{_dumps(mid)},"delta":'
+            self._content_head = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":' + encode_json(mid) + b',"delta":'
             out.append({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"})
             out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": text})
             if self.record:

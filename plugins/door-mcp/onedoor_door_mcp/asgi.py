@@ -5,13 +5,15 @@ progress notifications flow). Its task group lives in ``lifespan``, which the pa
 app enters at start-up (mounted apps' own lifespans do not run); run on its own (e.g.
 ``uvicorn``), the app handles the ASGI lifespan itself.
 
-DNS-rebinding protection: a browser page on an attacker's domain can resolve that
-domain to 127.0.0.1 and reach this server; its requests then carry the attacker's
-Host (and Origin). Only loopback names, the host the transport binds and the hosts
-named in ``allowed_hosts`` are served; others get 421 (wrong Host) or 403 (wrong
-Origin). The check runs here, for both SDK versions, and again inside the SDK. A server
-bound to every interface (0.0.0.0) behind the transport's bearer token accepts any Host,
-since a rebinding page cannot present the token; browser Origins are still checked.
+DNS-rebinding and cross-site protection is the HTTP transport's, in one place for every
+door (Host -> 421, foreign Origin -> 403, content type -> 415, JSON under onedoor.wire
+-> 400; see ``onedoor_transport_http.guard``). This door only tells the transport what
+it needs under its prefix (:class:`~onedoor.composition.AsgiMount`): the extra hosts and
+origins of its ``allowed_hosts`` / ``allowed_origins`` options (any, when
+``dns_rebinding_protection`` is off), and the CORS headers of streamable HTTP. Mounted
+by the transport (``ctx.endpoint`` is set), the SDK's own Host check is off, so the two
+cannot disagree; the app served alone (no transport) keeps the SDK's check, with
+loopback names and the listed hosts.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from typing import Any, AsyncIterator
 
 from onedoor.composition import AsgiMount, ServeContext
 
-from . import compat
+from . import sdk
 from .options import McpOptions
 from .server import build
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_BINDS = ("", "0.0.0.0", "::", "[::]")
+CORS_HEADERS = ("mcp-session-id", "mcp-protocol-version", "last-event-id")  # what a browser client sends
+CORS_EXPOSE = ("mcp-session-id",)  # what it must read back
 
 
 def _bracket(host: str) -> str:
@@ -34,6 +38,7 @@ def _bracket(host: str) -> str:
 
 
 def allowed_hosts(options: McpOptions, bind_host: str | None = None) -> list[str]:
+    """Host patterns for the SDK's check when the app is served alone."""
     names = list(LOOPBACK)
     if bind_host and bind_host not in WILDCARD_BINDS:
         names.append(_bracket(bind_host))
@@ -54,6 +59,7 @@ def allowed_origins(options: McpOptions, bind_host: str | None = None) -> list[s
 
 
 def _matches(value: str, patterns: list[str]) -> bool:
+    """The SDK's matching rule (exact, or ``name:*`` for any port), for tests and tools."""
     for pattern in patterns:
         if value == pattern or pattern == "*":
             return True
@@ -62,15 +68,12 @@ def _matches(value: str, patterns: list[str]) -> bool:
     return False
 
 
-async def _plain(send: Any, status: int, text: str) -> None:
-    body = text.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
 class McpApp:
-    """ASGI app: Host/Origin checks, then the SDK's streamable HTTP session manager."""
+    """ASGI app: the SDK's streamable HTTP session manager, plus its lifespan.
+
+    ``hosts`` and ``origins`` are the patterns this door accepts (the SDK checks them
+    only when the app is served alone; mounted, the transport does).
+    """
 
     def __init__(self, manager: Any, hosts: list[str], origins: list[str], protect: bool) -> None:
         self.manager = manager
@@ -89,15 +92,6 @@ class McpApp:
             return
         if kind != "http":
             return
-        if self.protect:
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            if not _matches(headers.get("host", ""), self.hosts):
-                await _plain(send, 421, "Invalid Host header (DNS rebinding protection); see the mcp door's allowed_hosts option")
-                return
-            origin = headers.get("origin")
-            if origin and not _matches(origin, self.origins):
-                await _plain(send, 403, "Invalid Origin header; see the mcp door's allowed_origins option")
-                return
         await self.manager.handle_request(scope, receive, send)
 
     async def _own_lifespan(self, receive: Any, send: Any) -> None:
@@ -114,29 +108,42 @@ class McpApp:
 
 def make_app(ctx: ServeContext, options: McpOptions | None = None, door: str = "mcp") -> McpApp:
     options = options or McpOptions()
-    transport_options = ctx.options_for(ctx.transport_name) if ctx.transport_name else None
-    bind_host = getattr(transport_options, "host", None)
+    endpoint = ctx.endpoint
+    bind_host = endpoint.host if endpoint is not None else None
     hosts = allowed_hosts(options, bind_host)
-    if bind_host in WILDCARD_BINDS[1:] and getattr(transport_options, "token", None):
+    if endpoint is not None and endpoint.host in WILDCARD_BINDS[1:] and endpoint.token_required:
         # Served to the network behind a bearer token: a rebinding page cannot present the
         # token, and the names clients use are unknown here. Origin is still checked.
         hosts = ["*"]
     origins = allowed_origins(options, bind_host)
     server, _tool = build(ctx.kernel, options, door)
-    manager = compat.session_manager(
+    mounted = endpoint is not None  # the transport's guard checks Host and Origin for us
+    manager = sdk.session_manager(
         server,
         stateless=options.stateless,
         hosts=hosts,
         origins=origins,
-        protect=options.dns_rebinding_protection and hosts != ["*"],  # the SDK knows no "any host"
+        protect=options.dns_rebinding_protection and not mounted and hosts != ["*"],
         max_body=options.max_body_bytes,
     )
     return McpApp(manager, hosts, origins, options.dns_rebinding_protection)
 
 
 def mount(ctx: ServeContext, options: McpOptions | None = None, door: str = "mcp") -> AsgiMount:
+    options = options or McpOptions()
     app = make_app(ctx, options, door)
-    return AsgiMount(app=app, prefix="/mcp", lifespan=app.lifespan, links=[("MCP endpoint (streamable HTTP)", "/mcp")])
+    protect = options.dns_rebinding_protection
+    return AsgiMount(
+        app=app,
+        prefix="/mcp",
+        lifespan=app.lifespan,
+        links=[("MCP endpoint (streamable HTTP)", "/mcp")],
+        content_types=("application/json",),
+        cors_headers=CORS_HEADERS,
+        cors_expose=CORS_EXPOSE,
+        allowed_hosts=tuple(options.allowed_hosts) if protect else ("*",),
+        allowed_origins=tuple(options.allowed_origins) if protect else ("*",),
+    )
 
 
 @asynccontextmanager

@@ -3,7 +3,9 @@
 ``/chat`` takes a message and the caller's history and answers JSON with the reply and
 the run's tool calls; ``/chat/stream`` answers Server-Sent Events, one core event per
 SSE event. Typed request/response models and OpenAPI docs come from FastAPI. Errors
-are JSON ``{"error": code, "detail": message}``, the HTTP transport's shape.
+are JSON ``{"error": code, "detail": message}``, the HTTP transport's shape; the
+transport also guards every request (Host, Origin, token, content type, JSON) before
+this door sees it, and streams its SSE.
 
 This module is what the entry point names: FastAPI is imported only in
 :meth:`RestDoor.asgi_mount`.
@@ -12,7 +14,10 @@ This module is what the entry point names: FastAPI is imported only in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from onedoor.composition import AsgiMount, ServeContext
 
 __version__ = "0.1.0"
 
@@ -36,7 +41,7 @@ class RestDoor:
     shapes = frozenset({"asgi"})
     Options = RestOptions
 
-    def asgi_mount(self, ctx: Any) -> Any:
+    def asgi_mount(self, ctx: ServeContext) -> AsgiMount:
         from onedoor.composition import AsgiMount
 
         from .app import build_app

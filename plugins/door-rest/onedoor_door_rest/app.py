@@ -7,16 +7,21 @@ Routes (under the door's prefix, ``/rest`` by default)::
     POST /chat/stream   Server-Sent Events, one core event per event
     GET  /openapi.json  the OpenAPI document;  GET /docs  its Swagger UI page
 
-Every error, FastAPI's own included, is ``{"error": code, "detail": message}``:
+Every error, FastAPI's own included, is ``{"error": code, "detail": message}`` (the
+HTTP transport's shape, :mod:`onedoor_transport_http.errors`):
 
 =====  ======================  ====================================================
-400    bad_json                the body is not valid JSON
+400    bad_json                the body is not JSON under onedoor.wire (transport)
+401    unauthorized            missing or wrong token, or a token in the URL (transport)
+403    forbidden_origin        sent by a page of another site (transport)
 404    not_found               no such route
 405    method_not_allowed
-413    too_large               request body over the transport's cap (transport)
-415    unsupported_media_type  POST without ``Content-Type: application/json``
+413    too_large               request body over the transport's cap (transport), or
+                               message + history over the kernel's limit (its refusal)
+415    unsupported_media_type  POST without ``Content-Type: application/json`` (transport)
+421    misdirected_request     a ``Host`` this server does not answer to (transport)
 422    invalid_request         wrong types, unknown fields, empty message, bad history
-422    too_large               message (or message + history) over the kernel's limit
+422    too_large               message over the schema's maxLength (the kernel's limit)
 429    busy                    too many runs at once; ``Retry-After`` says when to retry
 502    run_failed              ``/chat``: the backend failed (the stream sends run_failed)
 503    cancelled               ``/chat``: the run was cancelled (server shutting down)
@@ -26,49 +31,34 @@ Every error, FastAPI's own included, is ``{"error": code, "detail": message}``:
 # No `from __future__ import annotations`: FastAPI must see the real ChatRequest class
 # built inside build_app, not a string it cannot resolve.
 import asyncio
-import math
 from typing import Any
 
+from onedoor.composition import ServeContext
 from onedoor.errors import RunRefused
 from onedoor.events import ReasoningDelta, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
+from onedoor.wire import encode_json
+from onedoor_transport_http.errors import STATUS_CODES, error_body, refusal
 
 from . import RestOptions, __version__
 from .models import ChatResponse, ErrorBody, ToolCallRecord, chat_request_model
-from .sse import EventStreamResponse, cancel_on_disconnect, to_json_bytes
-
-_REFUSALS = {"busy": (429, "busy"), "too_large": (422, "too_large"), "invalid": (422, "invalid_request")}
-_HTTP_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "too_large",
-    415: "unsupported_media_type",
-    422: "invalid_request",
-    429: "busy",
-}
+from .sse import EventStreamResponse, cancel_on_disconnect
 
 
 def error_response(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> Any:
     from starlette.responses import Response
 
-    body = to_json_bytes({"error": code, "detail": detail})
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
+    return Response(error_body(code, detail), status_code=status, media_type="application/json", headers=headers)
 
 
 def json_response(content: Any, status: int = 200) -> Any:
     from starlette.responses import Response
 
-    return Response(to_json_bytes(content), status_code=status, media_type="application/json")
+    return Response(encode_json(content), status_code=status, media_type="application/json")
 
 
 def refusal_response(exc: RunRefused) -> Any:
-    status, code = _REFUSALS.get(exc.reason, (422, "invalid_request"))
-    headers = None
-    if exc.reason == "busy":
-        headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after or 1)))}
-    return error_response(status, code, str(exc), headers)
+    status, code, detail, headers = refusal(exc)
+    return error_response(status, code, detail, {k.decode(): v.decode() for k, v in headers} or None)
 
 
 def _where(loc: tuple) -> str:
@@ -99,7 +89,7 @@ def describe_validation(errors: list[dict]) -> tuple[int, str, str]:
         elif kind == "string_too_short" and where == "message":
             parts.append("the message is empty")
         elif kind == "string_too_long" and where == "message":
-            code = "too_large"
+            code = "too_large"  # the schema's maxLength (the kernel's limit): 422 like any schema error
             parts.append(f"the message is over the limit of {(err.get('ctx') or {}).get('max_length')} characters")
         else:
             parts.append(f"{where}: {err.get('msg', 'invalid')}")
@@ -108,48 +98,14 @@ def describe_validation(errors: list[dict]) -> tuple[int, str, str]:
     return 422, code, "; ".join(parts) or "invalid request"
 
 
-JSON_ROUTES = ("/chat", "/chat/stream")
-
-
-def _route_path(scope: Any) -> str:
-    path, root = scope.get("path", ""), scope.get("root_path", "")
-    return path[len(root) :] if root and path.startswith(root) else path
-
-
-class RequireJson:
-    """Answer 415 to a POST whose Content-Type is not JSON, before FastAPI parses it."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope.get("method") == "POST" and _route_path(scope) in JSON_ROUTES:
-            kind = b""
-            for name, value in scope.get("headers", ()):
-                if name == b"content-type":
-                    kind = value.split(b";", 1)[0].strip().lower()
-                    break
-            if kind != b"application/json" and not (kind.startswith(b"application/") and kind.endswith(b"+json")):
-                shown = kind.decode("latin-1") or "none"
-                response = error_response(
-                    415, "unsupported_media_type", f"send the body as application/json (got Content-Type: {shown})"
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def _transport_token(ctx: Any) -> bool:
-    options = ctx.options_for(ctx.transport_name) if getattr(ctx, "transport_name", "") else None
-    return bool(getattr(options, "token", ""))
-
-
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorBody, "description": "the body is not valid JSON"},
-    401: {"model": ErrorBody, "description": "missing or wrong bearer token (when the server has one)"},
-    413: {"model": ErrorBody, "description": "request body too large"},
+    400: {"model": ErrorBody, "description": "the body is not valid JSON (or holds lone surrogates, deep nesting, huge numbers)"},
+    401: {"model": ErrorBody, "description": "missing or wrong bearer token (when the server has one), or a token in the URL"},
+    403: {"model": ErrorBody, "description": "sent by a web page of another origin"},
+    413: {"model": ErrorBody, "description": "request body, message or history over the limit"},
     415: {"model": ErrorBody, "description": "the body is not application/json"},
-    422: {"model": ErrorBody, "description": "invalid request: wrong types, unknown fields, empty or too long message"},
+    421: {"model": ErrorBody, "description": "a Host header this server does not answer to (DNS rebinding protection)"},
+    422: {"model": ErrorBody, "description": "invalid request: wrong types, unknown fields, empty message, bad history"},
     429: {"model": ErrorBody, "description": "too many runs at once; see Retry-After"},
 }
 
@@ -174,16 +130,10 @@ SSE_EVENT_SCHEMA: dict[str, Any] = {
 }
 
 
-def build_app(ctx: Any, options: RestOptions) -> Any:
-    from fastapi import FastAPI, Request
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.openapi.docs import get_swagger_ui_html
-    from fastapi.openapi.utils import get_openapi
-    from starlette.exceptions import HTTPException
+def build_app(ctx: ServeContext, options: RestOptions) -> Any:
+    """The door's FastAPI app: error handlers, the routes, and (unless turned off) the docs."""
+    from fastapi import FastAPI
 
-    kernel = ctx.kernel
-    ChatRequest = chat_request_model(kernel.limits.max_message_chars)
-    keepalive = options.keepalive
     app = FastAPI(
         title="onedoor REST door",
         version=__version__,
@@ -194,6 +144,18 @@ def build_app(ctx: Any, options: RestOptions) -> Any:
         redoc_url=None,
         openapi_url="/openapi.json" if options.docs else None,
     )
+    _add_error_handlers(app)
+    _add_routes(app, ctx, options)
+    if options.docs:
+        _add_docs(app, secured=ctx.endpoint is not None and ctx.endpoint.token_required)
+    return app
+
+
+def _add_error_handlers(app: Any) -> None:
+    """Every error, FastAPI's own included, in the transport's JSON shape."""
+    from fastapi import Request
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError) -> Any:
@@ -202,7 +164,7 @@ def build_app(ctx: Any, options: RestOptions) -> Any:
 
     @app.exception_handler(HTTPException)
     async def on_http(request: Request, exc: HTTPException) -> Any:
-        code = _HTTP_CODES.get(exc.status_code, "error")
+        code = STATUS_CODES.get(exc.status_code, "error")
         detail = exc.detail if isinstance(exc.detail, str) else code
         if exc.status_code == 404:
             detail = f"no route for {request.url.path}"
@@ -216,6 +178,47 @@ def build_app(ctx: Any, options: RestOptions) -> Any:
     async def on_error(request: Request, exc: Exception) -> Any:
         # Starlette re-raises after this answer, so uvicorn logs the traceback server-side.
         return error_response(500, "internal", "internal error; see the server log")
+
+
+class _Reply:
+    """What ``/chat`` gathers from a run's events."""
+
+    def __init__(self) -> None:
+        self.reasoning: list[str] = []
+        self.calls: dict[str, ToolCallRecord] = {}
+
+    def add(self, event: Any) -> None:
+        kind = type(event)
+        if kind is ReasoningDelta:
+            self.reasoning.append(event.text)
+        elif kind is ToolStarted:
+            self.calls[event.call_id] = ToolCallRecord(call_id=event.call_id, name=event.name, arguments=event.arguments)
+        elif kind is ToolFinished:
+            record = self.calls.setdefault(event.call_id, ToolCallRecord(call_id=event.call_id, name=event.name))
+            record.result = event.result
+            record.is_error = event.is_error
+
+    def response(self, outcome: Any) -> Any:
+        if isinstance(outcome, RunFailed):
+            return error_response(502, "run_failed", outcome.error)
+        assert isinstance(outcome, RunFinished)
+        if outcome.stop_reason == "cancelled":
+            return error_response(503, "cancelled", "the run was cancelled before it finished", {"Retry-After": "1"})
+        reply = ChatResponse(
+            run_id=outcome.run_id,
+            reply=outcome.text,
+            stop_reason=outcome.stop_reason,
+            tool_calls=list(self.calls.values()),
+            reasoning="".join(self.reasoning),
+        )
+        return json_response(reply.model_dump(mode="python"))
+
+
+def _add_routes(app: Any, ctx: ServeContext, options: RestOptions) -> None:
+    from fastapi import Request
+
+    kernel = ctx.kernel
+    ChatRequest = chat_request_model(kernel.limits.max_message_chars)
 
     def start_run(body: Any) -> Any:
         history = [m.to_kernel() for m in body.history]
@@ -248,39 +251,15 @@ def build_app(ctx: Any, options: RestOptions) -> Any:
     async def chat(body: ChatRequest, request: Request) -> Any:  # type: ignore[valid-type]
         run = start_run(body)
         watcher = asyncio.get_running_loop().create_task(cancel_on_disconnect(request.receive, run))
-        text: list[str] = []
-        reasoning: list[str] = []
-        calls: dict[str, ToolCallRecord] = {}
+        reply = _Reply()
         try:
             async with run:
                 async for event in run:
-                    kind = type(event)
-                    if kind is TextDelta:
-                        text.append(event.text)
-                    elif kind is ReasoningDelta:
-                        reasoning.append(event.text)
-                    elif kind is ToolStarted:
-                        calls[event.call_id] = ToolCallRecord(call_id=event.call_id, name=event.name, arguments=event.arguments)
-                    elif kind is ToolFinished:
-                        record = calls.setdefault(event.call_id, ToolCallRecord(call_id=event.call_id, name=event.name))
-                        record.result = event.result
-                        record.is_error = event.is_error
+                    if type(event) is not TextDelta:  # the text is in the outcome
+                        reply.add(event)
         finally:
             watcher.cancel()
-        outcome = run.outcome
-        if isinstance(outcome, RunFailed):
-            return error_response(502, "run_failed", outcome.error)
-        assert isinstance(outcome, RunFinished)
-        if outcome.stop_reason == "cancelled":
-            return error_response(503, "cancelled", "the run was cancelled before it finished", {"Retry-After": "1"})
-        reply = ChatResponse(
-            run_id=outcome.run_id,
-            reply=outcome.text,
-            stop_reason=outcome.stop_reason,
-            tool_calls=list(calls.values()),
-            reasoning="".join(reasoning),
-        )
-        return json_response(reply.model_dump(mode="python"))
+        return reply.response(run.outcome)
 
     @app.post(
         "/chat/stream",
@@ -291,7 +270,7 @@ def build_app(ctx: Any, options: RestOptions) -> Any:
         responses={
             200: {
                 "description": "an event stream: `event: <type>` and `data: <JSON event>` per event, "
-                "`: keep-alive` comments during long silences; the last event is run_finished or run_failed",
+                "`: keepalive` comments during long silences; the last event is run_finished or run_failed",
                 "content": {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}},
             },
             **{
@@ -304,34 +283,32 @@ def build_app(ctx: Any, options: RestOptions) -> Any:
         },
     )
     async def chat_stream(body: ChatRequest) -> Any:  # type: ignore[valid-type]
-        return EventStreamResponse(start_run(body), keepalive=keepalive)
+        return EventStreamResponse(start_run(body), keepalive=options.keepalive)
 
-    if options.docs:
 
-        @app.get("/docs", include_in_schema=False)
-        async def docs(request: Request) -> Any:
-            url = request.scope.get("root_path", "") + "/openapi.json"
-            token = request.query_params.get("token")
-            if token:  # a browser page opened with ?token=… passes it on to the spec
-                from urllib.parse import quote
+def _add_docs(app: Any, *, secured: bool) -> None:
+    """Swagger UI at /docs and the OpenAPI document (with bearer auth when the server has a token)."""
+    from fastapi import Request
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.openapi.utils import get_openapi
 
-                url += "?token=" + quote(token, safe="")
-            return get_swagger_ui_html(openapi_url=url, title="onedoor REST door")
+    @app.get("/docs", include_in_schema=False)
+    async def docs(request: Request) -> Any:
+        # Opened with ?token=…, the transport answered with a cookie: the page's own
+        # requests (the spec, "try it out") carry it; the token stays out of URLs.
+        url = request.scope.get("root_path", "") + "/openapi.json"
+        return get_swagger_ui_html(openapi_url=url, title="onedoor REST door")
 
-        secured = _transport_token(ctx)
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            if secured:
+                schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+                schema["security"] = [{"bearer": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
 
-        def openapi() -> dict[str, Any]:
-            if app.openapi_schema is None:
-                schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-                if secured:
-                    schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
-                    schema["security"] = [{"bearer": []}]
-                app.openapi_schema = schema
-            return app.openapi_schema
-
-        app.openapi = openapi  # type: ignore[method-assign]
-
-    return RequireJson(app)
+    app.openapi = openapi
 
 
 __all__ = ["build_app", "describe_validation", "error_response"]

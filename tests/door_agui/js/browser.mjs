@@ -29,6 +29,10 @@ try {
     await page.press("#input", "Enter");
   };
   out.title = await page.title();
+  // opened with ?token=: the server set an HttpOnly cookie and the page dropped the token from its URL
+  out.url = page.url();
+  out.pageCookies = await page.evaluate(() => document.cookie);
+  out.cookies = (await page.context().cookies()).map((c) => ({ name: c.name, httpOnly: c.httpOnly, sameSite: c.sameSite }));
 
   // 1. A streamed reply: sample the reply's length while it grows.
   await say("/slow tell me about the many doors of this house");

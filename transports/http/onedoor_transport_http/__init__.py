@@ -2,8 +2,13 @@
 
 Safe by default: binds 127.0.0.1; binding any other address without a token is refused;
 when a token is set, every request to every door must carry it (``Authorization:
-Bearer …``, or ``?token=…`` for a page opened in a browser), checked once, here, in
-constant time. CORS is off unless origins are listed. Request bodies are capped.
+Bearer …``; a page opened in a browser may pass ``?token=…`` once, swapped at once for a
+cookie), checked once, in constant time. Every request also passes the same guard
+against web pages the user visits (see :mod:`.guard`): ``Host`` must be a loopback
+name, the bound address or an allowed host (DNS rebinding); a foreign ``Origin`` is
+refused; what starts or changes something must carry its own content type (no CORS
+"simple requests"); bodies are capped and JSON is decoded once, under
+:mod:`onedoor.wire`. CORS is off unless origins are listed.
 
 This module is what the entry point names: it imports no server library until
 :meth:`HttpTransport.serve` runs.
@@ -13,9 +18,12 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onedoor.errors import CompositionError
+
+if TYPE_CHECKING:
+    from onedoor.composition import ServeContext
 
 __version__ = "0.1.0"
 
@@ -26,8 +34,12 @@ class HttpOptions:
     port: int = field(default=8000, metadata={"help": "port to bind (0: any free port)"})
     token: str = field(default="", metadata={"help": "bearer token required on every request", "secret": True})
     cors_origins: list[str] = field(default_factory=list, metadata={"help": "origins allowed by CORS (comma-separated)"})
+    allowed_hosts: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Host names served besides loopback and the bound address (name, name:port, name:*; *: any)"},
+    )
     max_body_bytes: int = field(default=4 * 1024 * 1024, metadata={"help": "largest request body accepted"})
-    shutdown_grace: float = field(default=5.0, metadata={"help": "seconds to let cancelled runs close on shutdown"})
+    shutdown_grace: float = field(default=5.0, metadata={"help": "seconds open streams get to end on shutdown"})
     log_level: str = field(default="warning", metadata={"help": "uvicorn log level"})
 
     def __post_init__(self) -> None:
@@ -66,11 +78,13 @@ class HttpTransport:
     def prepare(self, options: HttpOptions | None) -> None:
         check_bind(options or HttpOptions())
 
-    def serve(self, doors: list[Any], ctx: Any) -> int:
+    def serve(self, doors: list[Any], ctx: ServeContext) -> int:
+        from .app import endpoint_for
         from .server import run_server
 
         options = ctx.options_for(self.name) or HttpOptions()
         check_bind(options)
+        ctx.endpoint = endpoint_for(options)  # what the doors may know (host, port, token required)
         return run_server(doors, ctx, options)
 
 

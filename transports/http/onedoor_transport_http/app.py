@@ -1,131 +1,34 @@
-"""The shared ASGI application: door mounts, health, and the guards around them.
+"""The shared ASGI application: door mounts, health, and the guard around them.
 
 Layers, outermost first: CORS (only when origins are listed, so preflights are answered
-before auth), bearer-token auth (every path but ``/healthz``), the body-size cap, the
-bare-prefix rewrite (``/mcp`` is served as ``/mcp/``), then the router with one Mount per
-door. All guards are plain ASGI, so streaming responses
-pass through untouched, and nothing added by a door or by the ``onedoor_http_app`` hook
-can sit outside them.
+before auth; the allowed headers are the ones the doors declare), the :class:`Guard`
+(Host, Origin, token, content type, body size, JSON: see :mod:`.guard`; every path, with
+``/healthz`` exempt from the token only), the bare-prefix rewrite (``/mcp`` is served as
+``/mcp/``), then the router with one Mount per door. All layers are plain ASGI, so
+streaming responses pass through untouched, and nothing added by a door or by the
+``onedoor_http_app`` hook can sit outside them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
-import json
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, MutableMapping
 
-from onedoor.composition import AsgiMount, ServeContext
+from onedoor.composition import AsgiMount, Endpoint, ServeContext
 
 from . import HttpOptions
+from .errors import error_body, send_error
+from .guard import Guard
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 HEALTH_PATH = "/healthz"
+CORS_HEADERS = ("authorization", "content-type", "accept")  # request headers every door may need
 
-
-async def send_json_error(send: Send, status: int, code: str, detail: str, headers: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[assignment]
-    body = json.dumps({"error": code, "detail": detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-class BearerAuth:
-    """Require the token on every request except the health check."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = token.encode()
-
-    def _presented(self, scope: Scope) -> bytes | None:
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                scheme, _, credentials = value.partition(b" ")
-                if scheme.lower() == b"bearer":
-                    return credentials.strip()
-                return None
-        from urllib.parse import parse_qs
-
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        if "token" in query:
-            return query["token"][0].encode("latin-1")
-        return None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope.get("path") == HEALTH_PATH:
-            await self.app(scope, receive, send)
-            return
-        presented = self._presented(scope)
-        if presented is not None and hmac.compare_digest(presented, self.expected):
-            await self.app(scope, receive, send)
-            return
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 4401})
-            return
-        detail = "missing bearer token" if presented is None else "wrong bearer token"
-        await send_json_error(send, 401, "unauthorized", detail, [(b"www-authenticate", b'Bearer realm="onedoor"')])
-
-
-class BodyLimit:
-    """Refuse request bodies over the limit with 413, before any door reads them."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
-            await self.app(scope, receive, send)
-            return
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    await send_json_error(send, 400, "bad_request", "malformed Content-Length")
-                    return
-                if declared > self.limit:
-                    await send_json_error(send, 413, "too_large", f"request body over {self.limit} bytes")
-                    return
-        # Read the body (bounded), then replay it: chunked uploads are capped too.
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.limit:
-                await send_json_error(send, 413, "too_large", f"request body over {self.limit} bytes")
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+send_json_error = send_error  # the name this module exported before errors.py
 
 
 class ExactPrefix:
@@ -145,25 +48,35 @@ class ExactPrefix:
         await self.app(scope, receive, send)
 
 
-def _cors(app: ASGIApp, origins: list[str]) -> ASGIApp:
+def _cors(app: ASGIApp, origins: list[str], mounts: list[AsgiMount]) -> ASGIApp:
+    """CORS for the listed origins, with the request and response headers the doors declare."""
     from starlette.middleware.cors import CORSMiddleware
 
+    allow = list(dict.fromkeys([*CORS_HEADERS, *(h.lower() for m in mounts for h in m.cors_headers)]))
+    expose = list(dict.fromkeys(h.lower() for m in mounts for h in m.cors_expose))
     return CORSMiddleware(
         app,
         allow_origins=origins,
         allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-        allow_headers=["authorization", "content-type", "accept", "mcp-session-id", "mcp-protocol-version", "last-event-id"],
-        expose_headers=["mcp-session-id"],
+        allow_headers=allow,
+        expose_headers=expose,
     )
+
+
+def endpoint_for(options: HttpOptions) -> Endpoint:
+    """What the transport tells its doors: where it listens, whether a token is required."""
+    return Endpoint(host=options.host, port=options.port, token_required=bool(options.token))
 
 
 def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tuple[ASGIApp, list[AsgiMount]]:
     """The guarded app and the mounts it serves (for start-up lines)."""
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse, RedirectResponse
+    from starlette.responses import JSONResponse, RedirectResponse, Response
     from starlette.routing import Mount, Route
 
+    if ctx.endpoint is None:
+        ctx.endpoint = endpoint_for(options)
     mounts = [door.asgi_mount(ctx) for door in doors]
 
     async def health(request: Request) -> JSONResponse:
@@ -186,8 +99,9 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
                 return RedirectResponse(target, status_code=307)
         return JSONResponse({"doors": {d.name: m.prefix for d, m in zip(doors, mounts)}})
 
-    async def not_found(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"error": "not_found", "detail": f"no route for {request.url.path}"}, status_code=404)
+    async def not_found(request: Request, exc: Exception) -> Response:
+        body = error_body("not_found", f"no route for {request.url.path}")
+        return Response(body, status_code=404, media_type="application/json")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -196,16 +110,25 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
                 if mount.lifespan is not None:
                     await stack.enter_async_context(mount.lifespan())
             yield
-            ctx.kernel.cancel_all()
+            # Runs still going (not tied to a connection uvicorn drained, e.g. in a door's
+            # own tasks) are cancelled and get their endings before the doors' lifespans close.
+            await ctx.kernel.shutdown(options.shutdown_grace)
 
     routes: list[Any] = [Route(HEALTH_PATH, health), Route("/", root)]
     routes += [Mount(m.prefix.rstrip("/") or "/", app=m.app) for m in mounts]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
     if ctx.hooks is not None:
         ctx.hooks.onedoor_http_app(app=app, ctx=ctx)
-    guarded: ASGIApp = BodyLimit(ExactPrefix(app, [m.prefix for m in mounts]), options.max_body_bytes)
-    if options.token:
-        guarded = BearerAuth(guarded, options.token)
+    guarded: ASGIApp = Guard(
+        ExactPrefix(app, [m.prefix for m in mounts]),
+        mounts=mounts,
+        endpoint=ctx.endpoint,
+        token=options.token,
+        allowed_hosts=options.allowed_hosts,
+        cors_origins=options.cors_origins,
+        max_body=options.max_body_bytes,
+        open_paths=(HEALTH_PATH,),
+    )
     if options.cors_origins:
-        guarded = _cors(guarded, list(options.cors_origins))
+        guarded = _cors(guarded, list(options.cors_origins), mounts)
     return guarded, mounts

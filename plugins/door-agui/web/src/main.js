@@ -4,10 +4,16 @@
 // in the browser: browser_time (answered at once) and ask_user (answered by a click).
 import { HttpAgent } from "@ag-ui/client";
 
+// Opened with ?token=…, the server answered with an HttpOnly, SameSite=Strict cookie that
+// this page's own requests carry: drop the token from the address bar (and history).
 const params = new URLSearchParams(location.search);
-const token = params.get("token");
+if (params.has("token")) {
+  params.delete("token");
+  const query = params.toString();
+  history.replaceState(history.state, "", location.pathname + (query ? `?${query}` : "") + location.hash);
+}
 const endpoint = location.pathname.endsWith("/") ? location.pathname : location.pathname + "/";
-const headers = token ? { Authorization: `Bearer ${token}` } : {};
+const headers = {};
 const agent = new HttpAgent({ url: endpoint, headers });
 
 const $ = (id) => document.getElementById(id);
