@@ -44,14 +44,14 @@ DOOR_OPTIONS = [*SYNC_OPTIONS, "-o", "scripted.mode=async"]
 
 
 def bare_server() -> Any:
-    from onedoor_door_mcp import compat
+    from onedoor_door_mcp import sdk
 
     spec = {"name": "ask", "description": "Returns a fixed text.", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
 
     async def call(name: str, arguments: Any, progress: Any) -> Any:
-        return compat.Outcome(REPLY)
+        return sdk.Outcome(REPLY)
 
-    return compat.build_server("bare", "1.0", "", lambda: [spec], call, lambda level: None)
+    return sdk.build_server("bare", "1.0", "", lambda: [spec], call, lambda level: None)
 
 
 def run_bare(kind: str, port: int) -> None:
@@ -67,12 +67,12 @@ def run_bare(kind: str, port: int) -> None:
         anyio.run(main)
         return
     import uvicorn
-    from onedoor_door_mcp import compat
+    from onedoor_door_mcp import sdk
     from onedoor_door_mcp.asgi import McpApp, allowed_hosts, allowed_origins
     from onedoor_door_mcp.options import McpOptions
 
     hosts, origins = allowed_hosts(McpOptions()), allowed_origins(McpOptions())
-    manager = compat.session_manager(server, stateless=False, hosts=hosts, origins=origins, protect=True, max_body=4 << 20)
+    manager = sdk.session_manager(server, stateless=False, hosts=hosts, origins=origins, protect=True, max_body=4 << 20)
 
     async def app(scope: Any, receive: Any, send: Any) -> None:  # the SDK's manager, nothing else
         if scope["type"] == "lifespan":

@@ -95,6 +95,18 @@ def _has_surrogate(value: Any) -> bool:
     return False
 
 
+def _surrogate_error(text: str) -> WireError:
+    """Lone surrogates in text. A transport that decodes bytes with ``surrogateescape``
+    (stdio, SLIM) leaves them where the bytes were not UTF-8: report that as ``not_utf8``."""
+    try:
+        text.encode("utf-8", "surrogateescape").decode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    except UnicodeDecodeError as exc:
+        return WireError("not_utf8", f"the input is not UTF-8 (byte {exc.start})")
+    return WireError("surrogate", "the input holds a lone UTF-16 surrogate")
+
+
 def decode_json(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) -> Any:
     """Parse one JSON value under this module's policy; raise :class:`WireError`."""
     if isinstance(data, (bytes, bytearray)):
@@ -106,7 +118,7 @@ def decode_json(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) ->
     else:
         text = data
         if _SURROGATE.search(text):
-            raise WireError("surrogate", "the input holds a lone UTF-16 surrogate")
+            raise _surrogate_error(text)
         escaped = _SURROGATE_ESCAPE_TEXT.search(text) is not None
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -172,6 +184,15 @@ def encode_json_text(value: Any) -> str:
     return text
 
 
+def encode_text(text: str) -> bytes:
+    """Plain text (not JSON: the terminal door's output) as UTF-8; never fails on a lone
+    surrogate, which becomes ``?``."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
+
+
 __all__ = [
     "MAX_DEPTH",
     "WireError",
@@ -179,6 +200,7 @@ __all__ = [
     "decode_json_object",
     "encode_json",
     "encode_json_text",
+    "encode_text",
     "json_type",
     "nesting_depth",
 ]

@@ -1,5 +1,6 @@
-"""Helpers for the ACP door tests: an in-process door over a memory channel driven by
-the ``acp`` library's own client, and what the subprocess tests need."""
+"""Helpers for the ACP door tests: an in-process door over an in-memory channel pair
+(onedoor.testing) driven by the ``acp`` library's own client, and what the subprocess
+tests need."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from onedoor.composition import ChannelClosed, ServeContext
+from onedoor.composition import ServeContext
+from onedoor.testing import MemoryChannel, channel_pair
 
 HERE = Path(__file__).parent
 JS_DIR = HERE / "js"
@@ -34,44 +36,21 @@ def onedoor_command() -> list[str]:
     return [sys.executable, "-m", "onedoor"]
 
 
-class MemoryChannel:
-    """A onedoor Channel for the door's side; the test drives the other end."""
-
-    peer = "memory"
-
-    def __init__(self) -> None:
-        self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
-        self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
-        self.closed = False
-
-    async def recv(self) -> str | None:
-        return await self.inbox.get()
-
-    async def send(self, message: str) -> None:
-        if self.closed:
-            raise ChannelClosed("closed")
-        assert "\n" not in message, "an NDJSON message must be one line"
-        await self.outbox.put(message)
-
-    async def close(self) -> None:
-        self.closed = True
-
-
 class ClientSide:
-    """``acp`` message transport for the client, over a MemoryChannel."""
+    """``acp`` message transport for the client, over the client end of an in-memory pair."""
 
     def __init__(self, channel: MemoryChannel) -> None:
         self.channel = channel
 
     async def send(self, message: dict[str, Any]) -> None:
-        await self.channel.inbox.put(json.dumps(message))
+        await self.channel.send(json.dumps(message))
 
     async def receive(self) -> dict[str, Any] | None:
-        text = await self.channel.outbox.get()
+        text = await self.channel.recv()
         return None if text is None else json.loads(text)
 
     async def close(self) -> None:
-        await self.channel.inbox.put(None)
+        await self.channel.close()
 
 
 class Recorder:
@@ -123,11 +102,13 @@ class Recorder:
 
 
 class DoorHarness:
+    """The door over an in-memory channel pair (onedoor.testing), driven by ``acp``'s own client."""
+
     def __init__(self, kernel: Any, data_dir: Path, **options: Any) -> None:
         from onedoor_door_acp.door import AcpOptions
 
         self.kernel = kernel
-        self.channel = MemoryChannel()
+        self.door_end, self.channel = channel_pair(line_framed=True)
         self.options = AcpOptions(data_dir=str(data_dir), **options)
         self.recorder = Recorder()
         self.task: asyncio.Task | None = None
@@ -138,7 +119,7 @@ class DoorHarness:
         from onedoor_door_acp.server import serve_acp
 
         ctx = ServeContext(kernel=self.kernel, options={"acp": self.options}, door_names=["acp"], transport_name="memory")
-        self.task = asyncio.create_task(serve_acp(self.channel, ctx, self.options))
+        self.task = asyncio.create_task(serve_acp(self.door_end, ctx, self.options))
         self.conn = connect_to_agent(self.recorder, ClientSide(self.channel))
         await self.conn.initialize(protocol_version=1)
         return self
@@ -153,16 +134,15 @@ class DoorHarness:
         return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
 
     async def disconnect(self) -> None:
-        await self.channel.inbox.put(None)
+        await self.channel.close()
         assert self.task is not None
         await asyncio.wait_for(self.task, 15)
 
     async def __aexit__(self, *exc: Any) -> None:
+        await self.channel.close()
         if self.task is not None and not self.task.done():
-            await self.channel.inbox.put(None)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.task, 15)
-        await self.channel.outbox.put(None)
         with contextlib.suppress(Exception):
             await self.conn.close()
 

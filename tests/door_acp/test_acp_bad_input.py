@@ -8,20 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_harness import MemoryChannel  # type: ignore[import-not-found]
-from onedoor.composition import MessageTooLarge, ServeContext
-from onedoor.testing import scripted_kernel
+from onedoor.composition import ServeContext
+from onedoor.testing import channel_pair, scripted_kernel
 
 pytestmark = pytest.mark.timeout(60)
 
 
 class RawDoor:
-    """The door over a memory channel, driven with raw lines."""
+    """The door over an in-memory channel pair (no transport), driven with raw lines."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, **pair_options: Any) -> None:
         from onedoor_door_acp.door import AcpOptions
 
-        self.channel = MemoryChannel()
+        self.door_end, self.client = channel_pair(line_framed=True, **pair_options)
         self.options = AcpOptions(data_dir=str(data_dir))
         self.task: asyncio.Task | None = None
 
@@ -29,40 +28,28 @@ class RawDoor:
         from onedoor_door_acp.server import serve_acp
 
         ctx = ServeContext(kernel=scripted_kernel(reasoning=False, tool=False), options={"acp": self.options})
-        self.task = asyncio.create_task(serve_acp(self.channel, ctx, self.options))
+        self.task = asyncio.create_task(serve_acp(self.door_end, ctx, self.options))
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        await self.channel.inbox.put(None)
+        await self.client.close()
         assert self.task is not None
         await asyncio.wait_for(self.task, 10)
 
     async def send(self, line: Any) -> None:
-        await self.channel.inbox.put(line if isinstance(line, (str, Exception)) else json.dumps(line))
+        await self.client.send(line if isinstance(line, str) else json.dumps(line))
 
-    async def reply(self, request_id: Any = None) -> dict[str, Any]:
+    async def reply(self) -> dict[str, Any]:
         """The next response (notifications are skipped)."""
         for _ in range(1000):
-            msg = json.loads(await asyncio.wait_for(self.channel.outbox.get(), 10))
+            msg = await self.client.recv_json(10)
             if "method" not in msg:
                 return msg
         raise AssertionError("no response")
 
     async def call(self, method: str, params: Any, request_id: Any) -> dict[str, Any]:
         await self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        for _ in range(100):  # skip replies to earlier (bad) messages
-            msg = await self.reply()
-            if msg.get("id") == request_id:
-                return msg
-        raise AssertionError(f"no reply to {request_id!r}")
-
-
-class TooLargeChannel(MemoryChannel):
-    async def recv(self) -> str | None:
-        item = await self.inbox.get()
-        if isinstance(item, Exception):
-            raise item
-        return item
+        return await self.client.reply_to(request_id, 10)  # replies to earlier (bad) messages are skipped
 
 
 @pytest.mark.parametrize(
@@ -158,21 +145,12 @@ async def test_a_failing_backend_run_is_an_error_reply_not_a_stop_reason(data_di
 
 
 async def test_an_oversized_message_is_refused_and_the_door_reads_on(data_dir: Path) -> None:
-    from onedoor_door_acp.door import AcpOptions
-    from onedoor_door_acp.server import serve_acp
-
-    channel = TooLargeChannel()
-    options = AcpOptions(data_dir=str(data_dir))
-    ctx = ServeContext(kernel=scripted_kernel(), options={"acp": options})
-    task = asyncio.create_task(serve_acp(channel, ctx, options))
-    await channel.inbox.put(MessageTooLarge(10_000_000, 1000))  # type: ignore[arg-type]
-    error = json.loads(await asyncio.wait_for(channel.outbox.get(), 10))
-    assert error["error"]["code"] == -32600 and "over the limit" in error["error"]["data"]["details"]
-    await channel.inbox.put(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}))
-    ok = json.loads(await asyncio.wait_for(channel.outbox.get(), 10))
-    assert ok["result"]["protocolVersion"] == 1
-    await channel.inbox.put(None)
-    await asyncio.wait_for(task, 10)
+    async with RawDoor(data_dir, max_message_bytes=1000) as door:
+        await door.send("x" * 5000)  # arrives at the door as MessageTooLarge, as over stdio or SLIM
+        error = await door.reply()
+        assert error["error"]["code"] == -32600 and "over the limit" in error["error"]["message"]
+        ok = await door.call("initialize", {"protocolVersion": 1}, 1)
+        assert ok["result"]["protocolVersion"] == 1
 
 
 def test_fuzzed_messages_never_break_the_door(data_dir: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from acp import RequestError, text_block
 from acp_harness import DoorHarness, load_approval_module  # type: ignore[import-not-found]
 from onedoor.kernel import Backend, Kernel
 from onedoor.testing import scripted_kernel
+from onedoor_test_support import await_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -92,26 +92,22 @@ async def test_embedded_text_and_resource_links_reach_the_agent(data_dir: Path) 
 
 
 async def test_available_commands_come_after_the_new_session_reply(data_dir: Path) -> None:
-    from acp_harness import MemoryChannel  # type: ignore[import-not-found]
     from onedoor.composition import ServeContext
-    from onedoor_door_acp.door import AcpOptions
-    from onedoor_door_acp.server import serve_acp
+    from onedoor.testing import serve_in_memory
+    from onedoor_door_acp.door import AcpDoor, AcpOptions
 
-    channel = MemoryChannel()
     options = AcpOptions(data_dir=str(data_dir))
     ctx = ServeContext(kernel=scripted_kernel(), options={"acp": options})
-    task = asyncio.create_task(serve_acp(channel, ctx, options))
-    await channel.inbox.put(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-                                        "params": {"cwd": "/tmp", "mcpServers": []}}))
-    first = json.loads(await asyncio.wait_for(channel.outbox.get(), 10))
-    second = json.loads(await asyncio.wait_for(channel.outbox.get(), 10))
+    async with serve_in_memory(AcpDoor(), ctx) as client:
+        await client.send_json({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                                "params": {"cwd": "/tmp", "mcpServers": []}})
+        first = await client.recv_json(10)
+        second = await client.recv_json(10)
     assert first["id"] == 1 and "sessionId" in first["result"]
     assert second["method"] == "session/update"
     update = second["params"]["update"]
     assert update["sessionUpdate"] == "available_commands_update"
     assert {"help", "reset", "backend", "model", "version"} <= {c["name"] for c in update["availableCommands"]}
-    await channel.inbox.put(None)
-    await asyncio.wait_for(task, 10)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -126,11 +122,7 @@ async def test_cancel_stops_the_backend_and_reports_cancelled(data_dir: Path, mo
         response = await asyncio.wait_for(prompt, 15)
         assert response.stop_reason == "cancelled"
         assert kernel.active_runs == 0
-        for _ in range(100):  # the sync backend's worker thread ends too
-            if not kernel.worker_threads():
-                break
-            await asyncio.sleep(0.05)
-        assert kernel.worker_threads() == []
+        await await_for(lambda: kernel.worker_threads() == [], "the sync backend's worker thread to end")
         # the session keeps serving after a cancel
         response = await door.prompt(sid, "again")
         assert response.stop_reason == "end_turn"

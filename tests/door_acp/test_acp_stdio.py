@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from acp import spawn_agent_process, text_block
 from acp_harness import HERE, Recorder, onedoor_command  # type: ignore[import-not-found]
+from onedoor_test_support import await_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -113,14 +114,13 @@ async def test_killed_agent_loses_nothing_a_new_process_loads_the_history(agent_
     await _read_until(proc, lambda m: m.get("params", {}).get("update", {}).get("sessionUpdate") == "agent_thought_chunk", seen)
     # the running turn's progress reaches the database (checkpoints) before the crash
     db = Path(agent_env["ONEDOOR_DATA_DIR"]) / "acp-sessions.sqlite3"
-    for _ in range(400):
+
+    def checkpointed() -> bool:
         with sqlite3.connect(db) as conn_db:
             row = conn_db.execute("SELECT history FROM sessions WHERE id = ?", (sid,)).fetchone()
-        if row and "this is turn 2" in row[0]:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the running turn was never checkpointed")
+        return bool(row and "this is turn 2" in row[0])
+
+    await await_for(checkpointed, "the running turn's checkpoint in the session database", 20)
     proc.send_signal(signal.SIGKILL)
     await asyncio.wait_for(proc.wait(), 30)
 
@@ -143,7 +143,7 @@ async def test_killed_agent_loses_nothing_a_new_process_loads_the_history(agent_
 
 def test_plugins_listing_does_not_import_acp(agent_env: dict[str, str]) -> None:
     code = (
-        "import sys, onedoor.plugins as p; p.load('door', 'acp'); import onedoor_door_acp.cli_hook;"
+        "import sys, onedoor.plugins as p; p.load('door', 'acp'); import onedoor_door_acp.cli_commands;"
         "print(sorted(m for m in ('acp', 'pydantic') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=agent_env, timeout=60)

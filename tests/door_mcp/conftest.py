@@ -2,34 +2,30 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
 import pytest
+from onedoor_test_support import wait_for
 
 HERE = Path(__file__).parent
 LAUNCHER = HERE / "onedoor_test_launcher.py"
 JS = HERE / "js"
+_servers = itertools.count(1)
 MCP_MAJOR = int(__import__("importlib.metadata").metadata.version("mcp").split(".")[0])
 
 
 def stdio_command(*extra: str, backend: str = "scripted") -> list[str]:
     """argv of an MCP stdio server run through the test launcher."""
     return [sys.executable, str(LAUNCHER), "serve", "--door", "mcp", "--transport", "stdio", "-b", backend, *extra]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Outcomes:
@@ -48,13 +44,13 @@ class Outcomes:
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
 
     def wait_for(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for record in self.read():
-                if predicate(record):
-                    return record
-            time.sleep(0.05)
-        raise AssertionError(f"no matching run outcome within {timeout} s; seen: {self.read()}")
+        def match() -> dict[str, Any] | None:
+            return next((record for record in self.read() if predicate(record)), None)
+
+        try:
+            return wait_for(match, f"a matching run outcome in {self.path}", timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; seen: {self.read()}") from None
 
 
 @pytest.fixture
@@ -82,25 +78,32 @@ class HttpServer:
                 self.proc.wait(5)
 
 
+_LISTENING = re.compile(r"listening on (http://\S+)")
+
+
 def start_http(tmp_path: Path, *extra: str, env: dict[str, str] | None = None, backend: str = "scripted") -> HttpServer:
-    """A real `onedoor serve --door mcp --transport http` on a free loopback port."""
-    port = free_port()
-    log = tmp_path / f"server-{port}.log"
+    """A real `onedoor serve --door mcp --transport http` on a loopback port the server
+    picks itself (``--port 0``: no port chosen before it is bound)."""
+    log = tmp_path / f"server-{next(_servers)}.log"
     cmd = [sys.executable, str(LAUNCHER), "serve", "--door", "mcp", "--transport", "http", "-b", backend,
-           "--host", "127.0.0.1", "--port", str(port), *extra]
+           "--host", "127.0.0.1", "--port", "0", *extra]
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def listening() -> str | None:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited: {log.read_text()}")
-        if "listening on" in log.read_text():
-            return HttpServer(proc, base, log)
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError(f"server did not start: {log.read_text()}")
+        match = _LISTENING.search(log.read_text())
+        return match.group(1) if match else None
+
+    try:
+        base = wait_for(listening, f"the MCP HTTP server to print its address (log {log})", timeout=30)
+    except AssertionError:
+        proc.kill()
+        proc.wait(5)
+        raise AssertionError(f"server did not start: {log.read_text()}") from None
+    return HttpServer(proc, base.rstrip("/"), log)
 
 
 @pytest.fixture

@@ -7,12 +7,13 @@ import json
 from typing import Any
 
 import pytest
-from onedoor.composition import ChannelClosed, MessageTooLarge, ServeContext
-from onedoor.testing import scripted_kernel
+from onedoor.composition import ServeContext
+from onedoor.testing import channel_pair, scripted_kernel, serve_in_memory
 from onedoor_door_mcp import McpOptions, door
 from onedoor_door_mcp.asgi import _matches, allowed_hosts, allowed_origins
 from onedoor_door_mcp.channel import decode
 from onedoor_door_mcp.tool import AskTool
+from onedoor_test_support import await_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -22,115 +23,66 @@ INIT = {
 }
 
 
-class FakeChannel:
-    """Whole messages in from a list (or raised), out to a list; closes when told."""
-
-    peer = "fake"
-
-    def __init__(self) -> None:
-        self.inbox: asyncio.Queue[Any] = asyncio.Queue()
-        self.sent: list[dict[str, Any]] = []
-        self.arrived = asyncio.Event()
-        self.broken = False
-
-    def push(self, item: Any) -> None:
-        self.inbox.put_nowait(item if isinstance(item, (str, Exception)) or item is None else json.dumps(item))
-
-    async def recv(self) -> str | None:
-        item = await self.inbox.get()
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    async def send(self, message: str) -> None:
-        if self.broken:
-            raise ChannelClosed("gone")
-        self.sent.append(json.loads(message))
-        self.arrived.set()
-
-    async def close(self) -> None:
-        pass
-
-    async def answer(self, rid: Any, timeout: float = 15.0) -> dict[str, Any]:
-        async def wait() -> dict[str, Any]:
-            while True:
-                for message in self.sent:
-                    if message.get("id") == rid and ("result" in message or "error" in message):
-                        return message
-                self.arrived.clear()
-                await self.arrived.wait()
-
-        return await asyncio.wait_for(wait(), timeout)
-
-
-async def _serve(channel: FakeChannel, kernel: Any) -> asyncio.Task:
-    ctx = ServeContext(kernel=kernel, options={"mcp": McpOptions()}, door_names=["mcp"])
-    return asyncio.ensure_future(door().serve_channel(channel, ctx))
+def _ctx(kernel: Any, **options: Any) -> ServeContext:
+    return ServeContext(kernel=kernel, options={"mcp": McpOptions(**options)}, door_names=["mcp"])
 
 
 async def test_channel_session_answers_and_ends_when_the_peer_closes() -> None:
     kernel = scripted_kernel()
-    channel = FakeChannel()
-    task = await _serve(channel, kernel)
-    channel.push(INIT)
-    assert (await channel.answer(0))["result"]["serverInfo"]["name"] == "onedoor"
-    channel.push({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    channel.push({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask", "arguments": {"message": "hi"}}})
-    assert (await channel.answer(1))["result"]["content"][0]["text"] == "You said: hi (1 words, turn 1)"
-    channel.push(None)
-    await asyncio.wait_for(task, 15)
-    assert kernel.active_runs == 0
+    async with serve_in_memory(door(), _ctx(kernel), line_framed=True) as client:
+        await client.send_json(INIT)
+        assert (await client.reply_to(0))["result"]["serverInfo"]["name"] == "onedoor"
+        await client.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await client.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                "params": {"name": "ask", "arguments": {"message": "hi"}}})
+        assert (await client.reply_to(1))["result"]["content"][0]["text"] == "You said: hi (1 words, turn 1)"
+    assert kernel.active_runs == 0  # serve_in_memory waited for the door to end
 
 
 async def test_oversized_message_is_answered_and_the_session_goes_on() -> None:
-    channel = FakeChannel()
-    task = await _serve(channel, scripted_kernel())
-    channel.push(INIT)
-    await channel.answer(0)
-    channel.push(MessageTooLarge(10_000_000, 65536))
-    channel.push({"jsonrpc": "2.0", "id": 2, "method": "ping"})
-    assert (await channel.answer(2))["result"] == {}
-    too_large = [m for m in channel.sent if m.get("id") is None and "error" in m]
+    async with serve_in_memory(door(), _ctx(scripted_kernel()), max_message_bytes=65536) as client:
+        await client.send_json(INIT)
+        await client.reply_to(0)
+        await client.send("x" * 100_000)  # reaches the door as MessageTooLarge
+        seen: list[Any] = []
+        await client.send_json({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert (await client.reply_to(2, seen=seen))["result"] == {}
+    too_large = [m for m in seen if m.get("id") is None and "error" in m]
     assert too_large and too_large[0]["error"]["code"] == -32600 and "65536" in too_large[0]["error"]["message"]
-    channel.push(None)
-    await asyncio.wait_for(task, 15)
 
 
 async def test_a_peer_that_goes_away_mid_run_cancels_it() -> None:
     kernel = scripted_kernel()
-    channel = FakeChannel()
-    task = await _serve(channel, kernel)
-    channel.push(INIT)
-    await channel.answer(0)
-    channel.push({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    channel.push({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                  "params": {"name": "ask", "arguments": {"message": "/hang"}, "_meta": {"progressToken": 3}}})
-    for _ in range(200):  # bounded wait for the run to start
-        if kernel.active_runs:
-            break
-        await asyncio.sleep(0.02)
-    assert kernel.active_runs == 1
-    channel.broken = True  # the next write fails
-    channel.push(None)
+    door_end, client = channel_pair()
+    task = asyncio.ensure_future(door().serve_channel(door_end, _ctx(kernel)))
+    await client.send_json(INIT)
+    await client.reply_to(0)
+    await client.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await client.send_json({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                            "params": {"name": "ask", "arguments": {"message": "/hang"}, "_meta": {"progressToken": 3}}})
+    await await_for(lambda: kernel.active_runs == 1, "the /hang run to start")
+    await client.close()  # the door's next write fails and its reads end
     await asyncio.wait_for(task, 20)
     assert kernel.active_runs == 0
-    assert not [t for t in kernel.worker_threads() if t.is_alive()]
+    await await_for(lambda: not [t for t in kernel.worker_threads() if t.is_alive()], "the run's worker thread to end")
 
 
 async def test_two_channels_share_one_kernel() -> None:
     """A channel transport such as SLIM serves many sessions at once."""
     kernel = scripted_kernel()
-    channels = [FakeChannel(), FakeChannel()]
-    tasks = [await _serve(c, kernel) for c in channels]
-    for index, channel in enumerate(channels):
-        channel.push(INIT)
-        channel.push({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        channel.push({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                      "params": {"name": "ask", "arguments": {"message": f"session{index}"}}})
-    answers = [await c.answer(1) for c in channels]
-    assert [a["result"]["content"][0]["text"] for a in answers] == [f"You said: session{i} (1 words, turn 1)" for i in range(2)]
-    for channel in channels:
-        channel.push(None)
+    pairs = [channel_pair(f"peer{i}") for i in range(2)]
+    tasks = [asyncio.ensure_future(door().serve_channel(door_end, _ctx(kernel))) for door_end, _ in pairs]
+    clients = [client for _, client in pairs]
+    for index, client in enumerate(clients):
+        await client.send_json(INIT)
+        await client.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await client.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                "params": {"name": "ask", "arguments": {"message": f"session{index}"}}})
+    answers = [await c.reply_to(1) for c in clients]
+    texts = [a["result"]["content"][0]["text"] for a in answers]
+    assert texts == [f"You said: session{i} (1 words, turn 1)" for i in range(2)]
+    for client in clients:
+        await client.close()
     await asyncio.wait_for(asyncio.gather(*tasks), 15)
 
 
@@ -147,13 +99,15 @@ async def test_two_channels_share_one_kernel() -> None:
     ],
 )
 def test_decode_answers_bad_messages(text: str, code: int, rid: Any) -> None:
-    answer = json.loads(decode(text))
-    assert answer["error"]["code"] == code and answer["id"] == rid
+    answer, problem = decode(text)
+    assert answer["error"]["code"] == code and answer["id"] == rid and problem
 
 
 def test_decode_passes_good_messages_and_drops_bad_notifications() -> None:
-    assert not isinstance(decode(json.dumps({"jsonrpc": "2.0", "id": "a", "method": "ping"})), str)
-    assert decode(json.dumps({"jsonrpc": "1.0", "method": "notifications/x"})) is None
+    item, problem = decode(json.dumps({"jsonrpc": "2.0", "id": "a", "method": "ping"}))
+    assert not isinstance(item, dict) and problem is None
+    item, problem = decode(json.dumps({"jsonrpc": "1.0", "method": "notifications/x"}))
+    assert item is None and "jsonrpc" in problem
 
 
 def test_host_patterns() -> None:
@@ -186,17 +140,11 @@ def test_door_declares_both_shapes() -> None:
 
 
 def test_any_host_when_served_to_the_network_behind_a_token() -> None:
-    from dataclasses import dataclass
-
+    from onedoor.composition import Endpoint
     from onedoor_door_mcp.asgi import make_app
 
-    @dataclass
-    class HttpOpts:
-        host: str
-        token: str
-
-    def app_for(host: str, token: str) -> Any:
-        ctx = ServeContext(kernel=scripted_kernel(), options={"http": HttpOpts(host, token)}, transport_name="http")
+    def app_for(host: str, token: str) -> Any:  # the transport publishes its bind in ctx.endpoint
+        ctx = ServeContext(kernel=scripted_kernel(), endpoint=Endpoint(host=host, token_required=bool(token)))
         return make_app(ctx)
 
     assert app_for("0.0.0.0", "t" * 32).hosts == ["*"]
@@ -207,17 +155,60 @@ def test_any_host_when_served_to_the_network_behind_a_token() -> None:
 
 
 async def test_tool_name_and_server_name_options() -> None:
-    channel = FakeChannel()
-    ctx = ServeContext(kernel=scripted_kernel(), options={"mcp": McpOptions(tool_name="consult", server_name="helper")})
-    task = asyncio.ensure_future(door().serve_channel(channel, ctx))
-    channel.push(INIT)
-    assert (await channel.answer(0))["result"]["serverInfo"]["name"] == "helper"
-    channel.push({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    channel.push({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    assert [t["name"] for t in (await channel.answer(1))["result"]["tools"]] == ["consult"]
-    channel.push({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask", "arguments": {"message": "x"}}})
-    assert (await channel.answer(2))["error"]["code"] == -32602
-    channel.push({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "consult", "arguments": {"message": "x"}}})
-    assert (await channel.answer(3))["result"]["content"][0]["text"].startswith("You said: x")
-    channel.push(None)
-    await asyncio.wait_for(task, 15)
+    async with serve_in_memory(door(), _ctx(scripted_kernel(), tool_name="consult", server_name="helper")) as client:
+        await client.send_json(INIT)
+        assert (await client.reply_to(0))["result"]["serverInfo"]["name"] == "helper"
+        await client.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await client.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert [t["name"] for t in (await client.reply_to(1))["result"]["tools"]] == ["consult"]
+        await client.send_json({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                "params": {"name": "ask", "arguments": {"message": "x"}}})
+        assert (await client.reply_to(2))["error"]["code"] == -32602
+        await client.send_json({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                "params": {"name": "consult", "arguments": {"message": "x"}}})
+        assert (await client.reply_to(3))["result"]["content"][0]["text"].startswith("You said: x")
+
+
+async def test_the_mcp_sdk_client_over_an_in_memory_channel() -> None:
+    """The door's own client codec (what SLIM's client uses) against the door, no transport."""
+    from mcp import ClientSession
+    from onedoor_door_mcp.client import mcp_streams, read_timeout
+
+    async with serve_in_memory(door(), _ctx(scripted_kernel())) as channel, mcp_streams(channel) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=read_timeout(15)) as session:
+            await session.initialize()
+            result = await session.call_tool("ask", {"message": "no transport at all"})
+    assert result.content[0].text.startswith("You said: no transport at all")
+
+
+async def test_responses_to_requests_never_sent_are_dropped() -> None:
+    async with serve_in_memory(door(), _ctx(scripted_kernel())) as client:
+        await client.send_json(INIT)
+        await client.reply_to(0)
+        await client.send_json({"jsonrpc": "2.0", "id": "never-sent", "result": {}})
+        await client.send_json({"jsonrpc": "2.0", "id": 99, "error": {"code": 1, "message": "x"}})
+        seen: list[Any] = []
+        await client.send_json({"jsonrpc": "2.0", "id": 5, "method": "ping"})
+        assert (await client.reply_to(5, seen=seen))["result"] == {}
+    assert seen == []  # nothing answered them, not even a log notification
+
+
+async def test_an_unexpected_failure_in_the_tool_is_an_internal_error_in_one_log_line(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(self: Any, name: str, arguments: Any, progress: Any) -> Any:
+        raise RuntimeError("a bug, not the client's fault")
+
+    monkeypatch.setattr(AskTool, "call", broken)
+    async with serve_in_memory(door(), _ctx(scripted_kernel())) as client:
+        await client.send_json(INIT)
+        await client.reply_to(0)
+        await client.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await client.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                "params": {"name": "ask", "arguments": {"message": "x"}}})
+        error = (await client.reply_to(1))["error"]
+        await client.send_json({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert (await client.reply_to(2))["result"] == {}
+    assert error["code"] == -32603 and "RuntimeError" in error["message"]
+    assert not [r for r in caplog.records if r.exc_info]
+    assert [r for r in caplog.records if "tools/call 'ask' failed" in r.getMessage()]

@@ -8,11 +8,10 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from typing import Any
 
 import pytest
-from onedoor_door_mcp.compat import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from onedoor.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -52,7 +51,7 @@ async def test_sdk_session_over_stdio(sdk: Any) -> None:
             ]
             try:
                 unknown: Any = await session.call_tool("nope", {"message": "x"})
-            except Exception as exc:  # McpError / MCPError
+            except Exception as exc:  # noqa: BLE001 - McpError / MCPError, depending on the SDK
                 unknown = exc
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -312,10 +311,10 @@ def test_closing_stdin_mid_run_cancels_it(sdk: Any, outcomes: Any) -> None:
     raw = RawServer(sdk.command(), env=outcomes.env)
     raw.initialize()
     raw.send({"jsonrpc": "2.0", "id": 30, "method": "tools/call",
-              "params": {"name": "ask", "arguments": {"message": "/hang forever"}, "_meta": {"progressToken": 1}}})
-    time.sleep(0.5)  # let the run start (not a timing assertion)
+              "params": {"name": "ask", "arguments": {"message": "/slow /long 100000 go"}, "_meta": {"progressToken": 1}}})
+    assert raw.recv()["method"] == "notifications/progress"  # the run is streaming
     raw.close(timeout=20)  # raises if the server does not exit
-    record = outcomes.wait_for(lambda r: r["message"] == "/hang forever")
+    record = outcomes.wait_for(lambda r: r["message"] == "/slow /long 100000 go")
     assert record["stop_reason"] == "cancelled" and record["workers_alive"] == 0
     assert raw.proc.returncode == 0
 

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from slim_harness import Cluster  # noqa: E402
+from slim_harness import Cluster
 
 
 @pytest.fixture

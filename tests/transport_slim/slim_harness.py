@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from onedoor_test_support import wait_for
+
 HERE = Path(__file__).parent
 LAUNCHER = HERE / "slim_test_launcher.py"
 SECRET = "onedoor-slim-test-secret-0123456789abcdef"
@@ -54,9 +56,11 @@ class Proc:
         return self.text().count(needle)
 
     def wait_count(self, needle: str, n: int, timeout: float = 20.0) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.count(needle) < n:
-            time.sleep(0.05)
+        """Wait until ``needle`` is in the log ``n`` times; the count (raise, naming it, if never)."""
+        try:
+            wait_for(lambda: self.count(needle) >= n, f"{needle!r} {n} times in {self.log}", timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc} (seen {self.count(needle)}); stderr:\n{self.text()}") from None
         return self.count(needle)
 
     def children(self) -> list[int]:

@@ -12,12 +12,12 @@ import pytest
 
 pytest.importorskip("slim_bindings")
 
-from onedoor import plugins  # noqa: E402
+from onedoor import plugins
 
 if "acp" not in plugins.names("door"):
     pytest.skip("the ACP door (onedoor-door-acp) is not installed", allow_module_level=True)
 
-from onedoor_transport_slim.client import open_channel  # noqa: E402
+from onedoor_transport_slim.client import open_channel
 
 
 class AcpPeer:

@@ -13,11 +13,11 @@ from slim_harness import SECRET, cli
 
 pytest.importorskip("slim_bindings")
 
-from onedoor.composition import ChannelClosed  # noqa: E402
-from onedoor.errors import OptionsError  # noqa: E402
-from onedoor_transport_slim.client import SlimClient, open_channel  # noqa: E402
-from onedoor_transport_slim.options import SlimOptions, resolve_secret  # noqa: E402
-from onedoor_transport_slim.runtime import SlimTransportError  # noqa: E402
+from onedoor.composition import ChannelClosed
+from onedoor.errors import OptionsError
+from onedoor_transport_slim.client import SlimClient, open_channel
+from onedoor_transport_slim.errors import SlimTransportError
+from onedoor_transport_slim.options import SlimOptions, resolve_secret
 
 
 async def test_echo_round_trip_and_many_concurrent_sessions(node_cluster):
@@ -72,13 +72,28 @@ async def test_terminal_door_over_slim(node_cluster):
 
 
 async def test_worker_without_mls_is_refused_by_default(node_cluster):
+    """The refusal is the transport's own error, raised by open: the client checks a new
+    session before handing it out, so no send or recv can race the worker's refusal."""
     worker = node_cluster.worker("echo")
-    with pytest.raises(SlimTransportError):
-        async with open_channel(options=node_cluster.options(mls=False)) as channel:
-            await channel.send("plain")
-            assert await asyncio.wait_for(channel.recv(), 8) is None
-            raise SlimTransportError("closed")
+    with pytest.raises(SlimTransportError, match="refused the session: this worker requires MLS"):
+        async with open_channel(options=node_cluster.options(mls=False)):
+            pytest.fail("a refused session was handed out")
     worker.wait_for("refused a session without MLS", timeout=10)
+    async with open_channel(options=node_cluster.options()) as channel:  # the worker goes on
+        await channel.send("with MLS")
+        assert await asyncio.wait_for(channel.recv(), 10) == "echo:with MLS"
+
+
+async def test_a_worker_at_max_sessions_refuses_with_the_transport_error(node_cluster):
+    node_cluster.worker("echo", "-o", "max_sessions=1")
+    async with open_channel(options=node_cluster.options()) as first:
+        await first.send("one")
+        assert await asyncio.wait_for(first.recv(), 10) == "echo:one"
+        with pytest.raises(SlimTransportError, match="at most 1 sessions"):
+            async with open_channel(options=node_cluster.options()):
+                pytest.fail("a refused session was handed out")
+        await first.send("still")  # the open session is not disturbed
+        assert await asyncio.wait_for(first.recv(), 10) == "echo:still"
 
 
 async def test_mls_off_only_when_both_sides_say_so(node_cluster):
@@ -140,14 +155,16 @@ async def test_dead_node_fails_fast(tmp_path):
     with pytest.raises(SlimTransportError, match="nothing listens on the socket"):
         async with open_channel(options=options):
             pass
-    # A TCP port nobody listens on.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    options = SlimOptions(endpoint=f"http://127.0.0.1:{port}", secret=SECRET, connect_attempts=2, connect_timeout=1.0)
-    with pytest.raises(SlimTransportError, match="no SLIM node at http://127.0.0.1"):
-        async with open_channel(options=options):
-            pass
+    # A TCP port nobody listens on: held (bound, not listening) for the whole check, so no
+    # other process can take it meanwhile and connections to it are refused.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        endpoint = f"http://127.0.0.1:{port}"
+        options = SlimOptions(endpoint=endpoint, secret=SECRET, connect_attempts=2, connect_timeout=1.0)
+        with pytest.raises(SlimTransportError, match="no SLIM node at http://127.0.0.1"):
+            async with open_channel(options=options):
+                pass
 
 
 def test_worker_with_dead_node_exits_with_a_clear_error(tmp_path):
@@ -225,7 +242,7 @@ def test_slim_node_refuses_a_second_node_on_the_same_socket(node_cluster):
 
 def test_plugin_module_is_light():
     code = (
-        "import sys, onedoor_transport_slim, onedoor_transport_slim.cli_hooks;"
+        "import sys, onedoor_transport_slim, onedoor_transport_slim.cli_commands;"
         "print(sorted(m for m in ('slim_bindings', 'mcp', 'anyio') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.strip()

@@ -8,21 +8,21 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
+from onedoor_test_support import wait_for
 from slim_harness import NAME, SECRET, cli
 
 pytest.importorskip("slim_bindings")
 pytest.importorskip("mcp")
 
-from onedoor import plugins  # noqa: E402
+from onedoor import plugins
 
 if "mcp" not in plugins.names("door"):
     pytest.skip("the MCP door (onedoor-door-mcp) is not installed", allow_module_level=True)
 
-from mcp import ClientSession  # noqa: E402
-from onedoor_transport_slim.client import mcp_streams, mcp_timeout, open_channel  # noqa: E402
+from mcp import ClientSession
+from onedoor_transport_slim.client import mcp_streams, mcp_timeout, open_channel
 
 
 def outcomes(worker) -> list[dict]:
@@ -33,13 +33,13 @@ def outcomes(worker) -> list[dict]:
 
 
 def wait_outcome(worker, predicate, timeout: float = 20.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for record in outcomes(worker):
-            if predicate(record):
-                return record
-        time.sleep(0.05)
-    raise AssertionError(f"no matching outcome within {timeout} s: {outcomes(worker)}")
+    def match() -> dict | None:
+        return next((record for record in outcomes(worker) if predicate(record)), None)
+
+    try:
+        return wait_for(match, f"a matching run outcome from worker {worker.pid}", timeout)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; seen: {outcomes(worker)}") from None
 
 
 def text_of(result) -> str:
@@ -133,11 +133,18 @@ async def test_cancel_stops_the_backend(node_cluster):
 
 async def test_worker_killed_mid_call_fails_the_call_in_bounded_time(node_cluster):
     worker = node_cluster.worker("mcp")
+    streaming = asyncio.Event()
+
+    async def on_progress(value, total, message):
+        streaming.set()
+
     async with open_channel(options=node_cluster.options()) as channel, mcp_streams(channel) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=mcp_timeout(60)) as session:
             await session.initialize()
-            call = asyncio.ensure_future(session.call_tool("ask", {"message": "/hang"}))
-            await asyncio.sleep(0.5)
+            call = asyncio.ensure_future(
+                session.call_tool("ask", {"message": "/slow /long 100000"}, progress_callback=on_progress)
+            )
+            await asyncio.wait_for(streaming.wait(), 20)  # the call is running in the worker
             worker.kill()
             with pytest.raises(Exception) as info:
                 await asyncio.wait_for(call, 30)
@@ -174,15 +181,16 @@ async def test_two_workers_share_the_load_and_survive_losing_one(node_cluster):
     options = node_cluster.options()
     replies = await asyncio.gather(*(ask_once(options, f"client {i}") for i in range(20)))
     assert all(f"client {i}" in reply for i, reply in enumerate(replies))
+    # A run's outcome is written by the worker's hook, not necessarily before the reply went out.
+    wait_for(lambda: len(outcomes(first)) + len(outcomes(second)) == 20, "20 run outcomes from the two workers")
     served = [len(outcomes(first)), len(outcomes(second))]
-    assert sum(served) == 20
     assert min(served) >= 1, served  # the node spread sessions across both workers
     first.kill()
     replies = []
     for i in range(10):
         replies.append(await ask_once(options, f"after {i}"))
     assert all(f"after {i}" in reply for i, reply in enumerate(replies))
-    assert len(outcomes(second)) == served[1] + 10
+    wait_for(lambda: len(outcomes(second)) == served[1] + 10, "10 more run outcomes from the surviving worker")
 
 
 def test_ask_command_without_the_mcp_package_says_what_to_install(tmp_path):
@@ -218,19 +226,20 @@ async def test_sigterm_cancels_running_calls_and_exits_cleanly(node_cluster):
     assert worker.stdout() == ""
 
 
-def test_ask_command_says_why_when_the_worker_dies(node_cluster):
+def test_ask_command_says_why_when_the_worker_dies(node_cluster, tmp_path):
     worker = node_cluster.worker("mcp")
     env = {**os.environ, "ONEDOOR_SLIM_SECRET": SECRET}
-    ask = subprocess.Popen(
-        cli("ask", "--transport", "slim", NAME, "/hang", "-o", f"endpoint={node_cluster.endpoint}",
-            "-o", "probe_interval=1", "-o", "probe_timeout=2"),
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    reply = tmp_path / "ask.out"
+    with open(reply, "wb") as out_file:
+        ask = subprocess.Popen(
+            cli("ask", "--transport", "slim", NAME, "/slow /long 100000", "-o", f"endpoint={node_cluster.endpoint}",
+                "-o", "probe_interval=1", "-o", "probe_timeout=2"),
+            env=env, stdout=out_file, stderr=subprocess.PIPE, text=True,
+        )
     try:
-        worker.wait_for("opened", timeout=30)
-        time.sleep(1.0)
+        wait_for(lambda: reply.stat().st_size > 0, "`onedoor ask` to stream the first words of the reply", 30)
         worker.kill()
-        out, err = ask.communicate(timeout=60)
+        _, err = ask.communicate(timeout=60)
     finally:
         if ask.poll() is None:
             ask.kill()

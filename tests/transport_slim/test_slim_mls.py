@@ -10,10 +10,11 @@ import subprocess
 import uuid
 
 import pytest
+from onedoor_test_support import await_for
 
 pytest.importorskip("slim_bindings")
 
-from onedoor_transport_slim.client import open_channel  # noqa: E402
+from onedoor_transport_slim.client import open_channel
 
 
 def _strace_works() -> bool:
@@ -42,11 +43,6 @@ async def test_node_traffic_carries_no_plaintext_with_mls(cluster):
     async with open_channel("agntcy/onedoor/plain", options=cluster.options(mls=False, name="agntcy/onedoor/plain")) as channel:
         await channel.send(plain_text)
         assert await asyncio.wait_for(channel.recv(), 20) == f"echo:{plain_text}"
-    captured = ""
-    for _ in range(200):  # strace writes as the node goes: wait for the relayed plain message
-        captured = trace.read_text(errors="replace")
-        if plain_text in captured:
-            break
-        await asyncio.sleep(0.05)
-    assert plain_text in captured  # the capture sees relayed payloads
-    assert secret_text not in captured  # ... but never an MLS-protected one
+    # strace writes as the node goes: the capture must show the relayed plain message ...
+    await await_for(lambda: plain_text in trace.read_text(errors="replace"), "the plain message in the strace", 20)
+    assert secret_text not in trace.read_text(errors="replace")  # ... but never an MLS-protected one

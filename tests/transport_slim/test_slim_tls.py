@@ -13,8 +13,8 @@ from slim_harness import Proc, cli
 
 pytest.importorskip("slim_bindings")
 
-from onedoor_transport_slim.client import open_channel  # noqa: E402
-from onedoor_transport_slim.runtime import SlimTransportError  # noqa: E402
+from onedoor_transport_slim.client import open_channel
+from onedoor_transport_slim.errors import SlimTransportError
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make test certificates")
 
@@ -34,19 +34,32 @@ def make_certificates(folder) -> dict[str, str]:
     return {name: str(folder / name) for name in ("ca.pem", "node.pem", "node.key")}
 
 
+def start_tls_node(cluster, files: dict[str, str]) -> str:
+    """A TLS node on a free port. The node cannot bind port 0 and report it, so a port is
+    picked first; if another process takes it meanwhile, the node exits and another is tried."""
+    for attempt in range(5):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        endpoint = f"https://127.0.0.1:{port}"
+        node = Proc(
+            cli("slim-node", "--endpoint", endpoint, "-o", f"tls_cert_file={files['node.pem']}",
+                "-o", f"tls_key_file={files['node.key']}"),
+            cluster.root / f"tls-node-{attempt}.err",
+        )
+        cluster.procs.append(node)
+        try:
+            node.wait_for("listening on", timeout=30)
+            return endpoint
+        except AssertionError:
+            if node.popen.poll() is None:  # alive but silent: not a port clash
+                raise
+    raise AssertionError("no TLS node could bind a port in 5 attempts")
+
+
 async def test_https_node_trust(cluster):
     files = make_certificates(cluster.root)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    endpoint = f"https://127.0.0.1:{port}"
-    node = Proc(
-        cli("slim-node", "--endpoint", endpoint, "-o", f"tls_cert_file={files['node.pem']}", "-o", f"tls_key_file={files['node.key']}"),
-        cluster.root / "tls-node.err",
-    )
-    cluster.procs.append(node)
-    node.wait_for("listening on", timeout=30)
-    cluster.endpoint = endpoint
+    cluster.endpoint = start_tls_node(cluster, files)
     with pytest.raises(SlimTransportError, match="untrusted certificate"):
         async with open_channel(options=cluster.options()):
             pass

@@ -9,6 +9,10 @@
     async def test_my_door():
         kernel = scripted_kernel(delay=0.01)
         events = await collect(kernel, "hi")
+
+    async def test_my_channel_door():                # no transport: an in-memory channel
+        async with serve_in_memory(MyDoor(), ServeContext(kernel=scripted_kernel())) as client:
+            await client.send_json({...}); reply = await client.recv_json()
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from ..errors import ContractViolation
 from ..events import Event, RunFailed, RunFinished
 from ..kernel import Backend, Kernel, Limits
 from ..port import CancelToken, RunContext, ToolSpec
+from .channels import MemoryChannel, channel_pair, serve_in_memory
 
 
 @dataclass
@@ -123,6 +128,7 @@ def final(events: Sequence[Event]) -> RunFinished | RunFailed:
 
 __all__ = [
     "ContractReport",
+    "MemoryChannel",
     "check_backend",
     "check_events",
     "collect",
@@ -130,4 +136,6 @@ __all__ = [
     "kernel_for_agent",
     "scripted_kernel",
     "ScriptedOptions",
+    "channel_pair",
+    "serve_in_memory",
 ]

@@ -2,12 +2,18 @@
 
 ``acp.connection.Connection`` speaks to a message-level transport (``send`` /
 ``receive`` of decoded dicts). :class:`ChannelTransport` is that transport over any
-channel (stdio lines today, SLIM sessions later). It also answers bad input itself, so
-the connection only ever sees well-formed JSON-RPC:
+channel (stdio lines, SLIM sessions, an in-memory pair in tests). Every incoming message
+goes through :mod:`onedoor.jsonrpc` (the wire policy, then the shape rules, ACP's
+flavour: a null id and positional params are legal JSON-RPC), and what it refuses is
+answered here, so the connection only ever sees well-formed JSON-RPC:
 
-* a line that is not JSON            -> -32700 Parse error (id null)
-* JSON that is not a JSON-RPC message -> -32600 Invalid request (with its id if usable)
-* a message over the transport limit  -> -32600 Invalid request (id null)
+* bytes or text that are not JSON (or too deep, a lone surrogate…) -> -32700, id null
+* JSON that is not one JSON-RPC message -> -32600 (with its id if usable)
+* a message over the transport limit     -> -32600, id null
+* positional (array) params              -> -32602 (ACP params are objects)
+
+Each refusal is logged once, in one line. Every outgoing message is written with
+:func:`onedoor.jsonrpc.dumps`, which never fails on text.
 
 Notifications other than ``session/cancel`` are dropped here (JSON-RPC gives them no
 reply), except ``$/cancel_request`` (the TypeScript SDK's request cancellation), which
@@ -22,48 +28,20 @@ request is received (each request's handler task copies it).
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 from typing import Any, Awaitable, Callable
 
+from onedoor import jsonrpc
 from onedoor.composition import ChannelClosed, MessageTooLarge
 
 log = logging.getLogger("onedoor.door.acp")
 
 REQUEST_ID: contextvars.ContextVar[Any] = contextvars.ContextVar("onedoor_acp_request_id", default=None)
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
-
-def _error(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": id_, "error": error}
-
-
-def check_message(msg: Any) -> str | None:
-    """Why ``msg`` is not a JSON-RPC 2.0 request, notification or response (None if it is)."""
-    if isinstance(msg, list):
-        return "batches are not supported by ACP; send one message per line"
-    if not isinstance(msg, dict):
-        return "a JSON-RPC message must be a JSON object"
-    if msg.get("jsonrpc") != "2.0":
-        return 'the "jsonrpc" member must be "2.0"'
-    if "id" in msg:
-        id_ = msg["id"]
-        if isinstance(id_, bool) or not isinstance(id_, (str, int, type(None))):
-            return "the id must be a string, a whole number or null"
-    if "method" in msg:
-        if not isinstance(msg["method"], str) or not msg["method"]:
-            return 'the "method" member must be a non-empty string'
-        params = msg.get("params")
-        if params is not None and not isinstance(params, (dict, list)):
-            return 'the "params" member must be an object'
-        return None
-    if "id" in msg and ("result" in msg or "error" in msg):
-        return None
-    return 'a message needs a "method" (request or notification) or an "id" with "result" or "error"'
+def parse(text: str) -> jsonrpc.Incoming:
+    """One incoming line under ACP's JSON-RPC rules (null ids and array params pass the shape check)."""
+    return jsonrpc.parse_message(text, null_id=True, array_params=True)
 
 
 class ChannelTransport:
@@ -71,32 +49,39 @@ class ChannelTransport:
 
     def __init__(self, channel: Any, notifications: frozenset[str] = frozenset({"session/cancel"})) -> None:
         self.channel = channel
+        self.peer = getattr(channel, "peer", "peer")
         self.notifications = notifications  # the others are dropped here (JSON-RPC: no reply)
         self.on_cancel_request: Callable[[Any], None] | None = None  # "$/cancel_request" goes here
         self.closed = False
         self._after: dict[Any, list[Callable[[], Awaitable[None]]]] = {}
+
+    def _refused(self, problem: str) -> None:
+        log.warning("acp: refused a message from %s: %.300s", self.peer, problem)
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
             try:
                 text = await self.channel.recv()
             except MessageTooLarge as exc:
-                await self._send_quietly(_error(None, -32600, "Invalid request", {"details": str(exc)}))
+                self._refused(str(exc))
+                await self._send_quietly(jsonrpc.error_response(None, jsonrpc.INVALID_REQUEST, str(exc)))
                 continue
+            except ChannelClosed:
+                text = None
+            except Exception as exc:  # noqa: BLE001 - a broken transport ends the connection, quietly
+                log.warning("acp: the channel from %s failed: %s", self.peer, exc)
+                text = None
             if text is None:
                 self.closed = True
                 return None
-            try:
-                msg = json.loads(text)
-            except (ValueError, RecursionError) as exc:
-                await self._send_quietly(_error(None, -32700, "Parse error", {"details": f"not JSON: {exc}"}))
+            incoming = parse(text)
+            if incoming.reply is not None:
+                self._refused(incoming.problem or "")
+                await self._send_quietly(incoming.reply)
                 continue
-            problem = check_message(msg)
-            if problem is not None:
-                id_ = msg.get("id") if isinstance(msg, dict) else None
-                if isinstance(id_, bool) or not isinstance(id_, (str, int)):
-                    id_ = None
-                await self._send_quietly(_error(id_, -32600, "Invalid request", {"details": problem}))
+            msg = incoming.message
+            if msg is None:
+                log.info("acp: %s", incoming.problem)
                 continue
             if "method" in msg:
                 if "id" not in msg and msg["method"] == "$/cancel_request":
@@ -111,8 +96,9 @@ class ChannelTransport:
                     msg["params"] = {}
                 elif isinstance(msg["params"], list):
                     if "id" in msg:
+                        self._refused(f"{msg['method']}: positional params")
                         await self._send_quietly(
-                            _error(msg["id"], -32602, "Invalid params", {"details": "ACP params are an object"})
+                            jsonrpc.error_response(msg["id"], jsonrpc.INVALID_PARAMS, "ACP params are an object")
                         )
                     continue
                 REQUEST_ID.set(msg.get("id"))
@@ -120,7 +106,7 @@ class ChannelTransport:
 
     async def send(self, message: dict[str, Any]) -> None:
         try:
-            await self.channel.send(_dumps(message))
+            await self.channel.send(jsonrpc.dumps(message))
         except ChannelClosed as exc:
             self.closed = True
             raise ConnectionError(str(exc)) from None
@@ -129,8 +115,9 @@ class ChannelTransport:
             for callback in callbacks or ():
                 try:
                     await callback()
-                except Exception:  # noqa: BLE001 - a follow-up must not break the reply path
-                    log.exception("follow-up after reply failed")
+                except Exception:
+                    debug = log.isEnabledFor(logging.DEBUG)
+                    log.warning("acp: a follow-up after the reply to %r failed", message.get("id"), exc_info=debug)
 
     async def close(self) -> None:
         self.closed = True
@@ -145,6 +132,43 @@ class ChannelTransport:
 
     async def _send_quietly(self, payload: dict[str, Any]) -> None:
         try:
-            await self.channel.send(_dumps(payload))
+            await self.channel.send(jsonrpc.dumps(payload))
         except ChannelClosed:
             self.closed = True
+
+
+def guarded(router: Callable[[str, Any, bool], Awaitable[Any]]) -> Callable[[str, Any, bool], Awaitable[Any]]:
+    """The ``acp`` router, with whatever it raises on odd input answered in one logged line.
+
+    ``acp``'s connection answers ``RequestError`` and a pydantic ``ValidationError``
+    (-32602) itself, but logs anything else with a traceback, and a failing notification
+    always (there is no reply to carry it). Here a bad notification is logged in one
+    line and dropped, and an unexpected failure becomes -32603 (traceback at DEBUG only).
+    """
+    from acp import RequestError
+    from pydantic import ValidationError
+
+    async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        try:
+            return await router(method, params, is_notification)
+        except RequestError:
+            if is_notification:
+                return None
+            raise
+        except ValidationError as exc:
+            if is_notification:
+                log.warning("acp: dropped notification %s: %s", method, _one_line(exc))
+                return None
+            raise
+        except Exception as exc:
+            log.warning("acp: %s failed: %s", method, _one_line(exc), exc_info=log.isEnabledFor(logging.DEBUG))
+            if is_notification:
+                return None
+            raise RequestError.internal_error({"details": _one_line(exc)}) from None
+
+    return handle
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -13,6 +13,8 @@ import logging
 import os
 from typing import Any
 
+import onedoor
+from onedoor import jsonrpc
 from onedoor.errors import OnedoorError, RunRefused
 from onedoor.events import (
     STOP_CANCELLED,
@@ -27,7 +29,7 @@ from onedoor.events import (
 
 from . import commands
 from .approvals import REJECTED, ask_editor
-from .bridge import REQUEST_ID, ChannelTransport
+from .bridge import REQUEST_ID, ChannelTransport, guarded
 from .sessions import DB_NAME, Session, SessionManager, SessionStore, UnknownSession, data_dir
 from .translate import (
     TurnRecorder,
@@ -44,20 +46,23 @@ log = logging.getLogger("onedoor.door.acp")
 PROTOCOL_VERSION = 1
 CHECKPOINT_SECONDS = 0.5  # a running turn's progress is saved this often (crash safety)
 STOP_REASONS = {STOP_MAX_TURNS: "max_turn_requests", STOP_CANCELLED: "cancelled"}
+RESOURCE_NOT_FOUND = -32002  # ACP's code for a session id that names no session
 
 
-def _error(code: int, message: str, data: Any = None) -> Exception:
+def _error(code: int, detail: str, data: Any = None, *, title: str | None = None) -> Exception:
+    """An ACP error reply: "<title>: <detail>", the title being the JSON-RPC code's unless given."""
     from acp import RequestError
 
+    message = f"{title}: {detail}" if title else jsonrpc.error_object(code, detail)["message"]
     return RequestError(code, message, data)
 
 
 def _not_found(exc: Exception, session_id: str) -> Exception:
-    return _error(-32002, f"Resource not found: {exc}", {"sessionId": session_id})
+    return _error(RESOURCE_NOT_FOUND, str(exc), {"sessionId": session_id}, title="Resource not found")
 
 
 def _invalid(message: str) -> Exception:
-    return _error(-32602, f"Invalid params: {message}")
+    return _error(jsonrpc.INVALID_PARAMS, message)
 
 
 class Turn:
@@ -93,7 +98,7 @@ class Turn:
         task.add_done_callback(self.asks.discard)
         try:
             return await asyncio.shield(task)
-        except Exception:  # noqa: BLE001 - the editor went away mid-question: the answer is no
+        except Exception:
             log.debug("permission request failed", exc_info=True)
             return False
 
@@ -133,7 +138,7 @@ class AcpServer:
         from acp.connection import Connection
 
         router = build_agent_router(self, use_unstable_protocol=True)  # type: ignore[arg-type]
-        self.conn = Connection(router, self.transport, listening=False)
+        self.conn = Connection(guarded(router), self.transport, listening=False)
         try:
             await self.conn.main_loop()
         except Exception:  # noqa: BLE001 - logged by acp; still clean up
@@ -198,7 +203,7 @@ class AcpServer:
             kernel = self.kernels[name] = Kernel(backend, limits=base.limits, hooks=base.hooks)
         return kernel
 
-    def config_options(self, session: Session) -> list[dict[str, Any]]:
+    def config_options(self, session: Session) -> list[Any]:  # plain dicts; the response models validate them
         choices = self.backend_choices()
         if session.backend not in choices:
             choices.append(session.backend)
@@ -217,8 +222,6 @@ class AcpServer:
 
     # -- ACP methods ---------------------------------------------------------------------
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **_: Any) -> Any:
-        from importlib.metadata import version
-
         from acp.schema import (
             AgentCapabilities,
             Implementation,
@@ -245,7 +248,7 @@ class AcpServer:
                 ),
             ),
             auth_methods=[],
-            agent_info=Implementation(name="onedoor", title="onedoor", version=version("onedoor")),
+            agent_info=Implementation(name="onedoor", title="onedoor", version=onedoor.__version__),
         )
 
     def _uses_tools(self, session: Session) -> bool:
@@ -396,7 +399,7 @@ class AcpServer:
         previous = session.turn
         if previous is not None:
             if not previous.cancelled.is_set():
-                raise _error(-32600, "Invalid request: a prompt is already running in this session; cancel it first")
+                raise _error(jsonrpc.INVALID_REQUEST, "a prompt is already running in this session; cancel it first")
             await asyncio.wait_for(previous.done.wait(), self.ctx.kernel.limits.cancel_grace + 2)
         command = commands.parse(text)
         if command is not None:
@@ -417,9 +420,10 @@ class AcpServer:
         except RunRefused as exc:
             session.turn = None
             turn.done.set()
-            code = -32603 if exc.reason == "busy" else -32602
-            raise _error(code, f"{'Busy' if exc.reason == 'busy' else 'Invalid params'}: {exc}",
-                         {"reason": exc.reason, "retryAfter": exc.retry_after}) from None
+            data = {"reason": exc.reason, "retryAfter": exc.retry_after}
+            if exc.reason == "busy":
+                raise _error(jsonrpc.INTERNAL_ERROR, str(exc), data, title="Busy") from None
+            raise _error(jsonrpc.INVALID_PARAMS, str(exc), data) from None
         except BaseException:
             session.turn = None
             turn.done.set()
@@ -441,13 +445,13 @@ class AcpServer:
             session.turn = None
             try:
                 self.sessions.save(session)
-            except Exception:  # noqa: BLE001 - the store closed during shutdown
+            except Exception:
                 log.exception("could not save session %s", session.id)
             turn.done.set()
         if turn.cancelled.is_set() or outcome is None:
             return {"stopReason": "cancelled"}
         if type(outcome) is RunFailed:
-            raise _error(-32603, f"Internal error: the backend failed: {outcome.error}", {"runId": outcome.run_id})
+            raise _error(jsonrpc.INTERNAL_ERROR, f"the backend failed: {outcome.error}", {"runId": outcome.run_id})
         return {"stopReason": STOP_REASONS.get(outcome.stop_reason, "end_turn")}
 
     async def _checkpoints(self, session: Session, turn: Turn, base: list[dict[str, Any]]) -> None:

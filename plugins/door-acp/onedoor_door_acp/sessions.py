@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from onedoor.wire import encode_json_text  # history may hold half an emoji: stored as an escape
+
 DB_NAME = "acp-sessions.sqlite3"
 PAGE_SIZE = 50
 
@@ -87,7 +89,7 @@ class SessionStore:
             "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 s.id, s.cwd, s.backend, json.dumps(s.additional_directories), s.title,
-                json.dumps(s.history, ensure_ascii=False), json.dumps(s.settings), s.created_at, s.updated_at,
+                encode_json_text(s.history), json.dumps(s.settings), s.created_at, s.updated_at,
             ),
         )
 

@@ -1,85 +1,64 @@
-"""Serve MCP over any onedoor Channel (stdio now, one channel per SLIM session later).
+"""Serve MCP over any onedoor Channel (stdio, one channel per SLIM session, in memory in tests).
 
-Each incoming message is one JSON-RPC message as text. The bridge answers what the
-SDK would not answer well itself (a line that is not JSON, a JSON value that is not
-JSON-RPC, a batch, an oversized message, an unknown method on 1.x) with a JSON-RPC
-error, and hands everything else to the SDK's server session through anyio memory
-streams of SessionMessage. All output goes through one writer, so messages never
-interleave. When the peer closes the channel, in-flight calls are cancelled (their
-backends stopped) and the session ends.
+Each incoming message is one JSON-RPC message as text. :mod:`onedoor.jsonrpc` reads it
+first (the wire policy, then the shape rules, MCP's flavour: no null id, params an
+object); what it refuses is answered here with -32700 or -32600 (a malformed
+notification is dropped: JSON-RPC never answers one), and so is what the SDK would not
+answer well itself: an oversized message, an unknown method on SDK 1.x, a message the
+SDK's model refuses. A response to a request the server never sent is dropped. Each
+refusal is logged once, in one line. Everything else goes to the SDK's server session
+through anyio memory streams of SessionMessage.
+
+All output goes through one writer and :func:`onedoor.jsonrpc.dumps`, so messages never
+interleave and never fail to encode (a lone surrogate goes out as a ``\\u`` escape).
+When the peer closes the channel, in-flight calls are cancelled (their backends
+stopped) and the session ends.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
+from onedoor import jsonrpc
 from onedoor.composition import ChannelClosed, MessageTooLarge
 from onedoor.kernel import Kernel
 
-from . import compat
+from . import sdk
 from .options import McpOptions
 from .server import build
 
 log = logging.getLogger("onedoor.door.mcp")
 
-
-def _request_id(data: dict[str, Any]) -> Any:
-    rid = data.get("id")
-    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
-        return None
-    return rid
-
-
-def _shape_problem(data: dict[str, Any]) -> str | None:
-    """What makes ``data`` not a JSON-RPC 2.0 message MCP accepts (SDKs are lenient)."""
-    if data.get("jsonrpc") != "2.0":
-        return "'jsonrpc' must be \"2.0\""
-    if "id" in data and _request_id(data) is None:
-        return "'id' must be a string or an integer"
-    if "method" in data:
-        if not isinstance(data["method"], str):
-            return "'method' must be a string"
-        if "params" in data and not isinstance(data["params"], dict):
-            return "'params' must be an object"
-        return None
-    if "id" not in data or ("result" in data) == ("error" in data):
-        return "not a request, a notification or a response"
-    return None
-
-
-def decode(text: str) -> Any:
-    """A SessionMessage for the SDK, an error response (str) to send back, or None to drop."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return compat.error_response(None, compat.PARSE_ERROR, "Parse error: the message is not valid JSON")
-    if isinstance(data, list):
-        return compat.error_response(None, compat.INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported")
-    if not isinstance(data, dict):
-        return compat.error_response(None, compat.INVALID_REQUEST, "Invalid Request: expected a JSON-RPC object")
-    rid = _request_id(data)
-    problem = _shape_problem(data)
-    if problem is not None:
-        if "id" not in data and isinstance(data.get("method"), str):
-            log.warning("dropped an invalid notification: %s", problem)
-            return None  # never answer a notification
-        return compat.error_response(rid, compat.INVALID_REQUEST, f"Invalid Request: {problem}")
-    method = data.get("method")
-    is_request = "id" in data and isinstance(method, str)
-    if is_request and rid is not None and compat.is_unknown_method(method):
-        return compat.error_response(rid, compat.METHOD_NOT_FOUND, f"Method not found: {method}")
-    try:
-        return compat.parse_message(data)
-    except ValueError as exc:
-        if "id" not in data and isinstance(method, str):
-            log.warning("dropped an invalid notification %r: %s", method, exc)
-            return None  # never answer a notification
-        return compat.error_response(rid, compat.INVALID_REQUEST, f"Invalid Request: {exc}")
-
-
 SHUTDOWN_GRACE = 5.0  # seconds the session may take to answer what it has, once the peer closed
+
+
+def decode(text: str) -> tuple[Any, str | None]:
+    """What to do with one incoming message, and why it was refused (None if it was not).
+
+    The first item is a SessionMessage for the SDK, an error response (a dict) to send
+    back, or None to drop (a notification JSON-RPC never answers).
+    """
+    incoming = jsonrpc.parse_message(text)  # MCP: the id is never null, params are an object
+    if incoming.message is None:
+        return incoming.reply, incoming.problem
+    data = incoming.message
+    method = data.get("method")
+    if method is not None:
+        if "id" in data and sdk.is_unknown_method(method):
+            name = method if len(method) <= 100 else method[:99] + "…"
+            return jsonrpc.error_response(data["id"], jsonrpc.METHOD_NOT_FOUND, name), f"unknown method {name!r}"
+        problem = sdk.params_problem(data)
+        if problem is not None:
+            if "id" not in data:
+                return None, f"dropped notification {method!r}: {problem}"
+            return jsonrpc.error_response(data["id"], jsonrpc.INVALID_PARAMS, f"{method}: {problem}"), problem
+    try:
+        return sdk.parse_message(data), None
+    except ValueError as exc:
+        if method is not None and "id" not in data:
+            return None, f"dropped notification {method!r}: {exc}"
+        return jsonrpc.error_response(data.get("id"), jsonrpc.INVALID_REQUEST, str(exc)), str(exc)
 
 
 async def serve(channel: Any, kernel: Kernel, options: McpOptions | None = None, door: str = "mcp") -> None:
@@ -89,95 +68,165 @@ async def serve(channel: Any, kernel: Kernel, options: McpOptions | None = None,
     progress are cancelled (their backends stopped), requests already read are still
     answered, and the session ends within :data:`SHUTDOWN_GRACE` seconds.
     """
-    import anyio
+    await ChannelSession(channel, kernel, options, door).serve()
 
-    server, tool = build(kernel, options, door)
-    to_server, from_peer = anyio.create_memory_object_stream(64)
-    to_peer, outgoing = anyio.create_memory_object_stream(64)
-    answers = to_peer.clone()  # the bridge's own error responses share the one writer
-    session = anyio.CancelScope()
-    finished = anyio.Event()
 
-    pending: set[Any] = set()  # ids of requests read and not yet answered
-    answered = [anyio.Event()]  # set (and replaced) whenever a pending request is answered
+class ChannelSession:
+    """One MCP session over one channel: a reader, a writer and the SDK's server between them."""
 
-    reading = anyio.CancelScope()
+    def __init__(self, channel: Any, kernel: Kernel, options: McpOptions | None, door: str) -> None:
+        import anyio
 
-    async def read() -> None:
-        with reading:
-            await receive()
-            await shut_down()
+        self.channel = channel
+        self.peer = getattr(channel, "peer", "peer")
+        self.server, self.tool = build(kernel, options, door)
+        self.to_server, self.from_peer = anyio.create_memory_object_stream[Any](64)  # SessionMessages
+        self.to_peer, self.outgoing = anyio.create_memory_object_stream[Any](64)  # SessionMessages and error dicts
+        self.answers = self.to_peer.clone()  # the bridge's own error responses share the one writer
+        self.session = anyio.CancelScope()
+        self.reading = anyio.CancelScope()
+        self.finished = anyio.Event()
+        self.pending: set[Any] = set()  # ids of requests read and not yet answered
+        self.answered = anyio.Event()  # set (and replaced) whenever a pending request is answered
+        self.asked: set[Any] = set()  # ids of requests the server sent the peer, not yet answered
+        self.closing = False
 
-    async def receive() -> None:
-        async with answers:
-            while True:
-                try:
-                    text = await channel.recv()
-                except MessageTooLarge as exc:
-                    await answers.send(compat.error_response(None, compat.INVALID_REQUEST, f"Invalid Request: {exc}"))
-                    continue
-                except ChannelClosed:
-                    text = None
-                if text is None:
-                    break
-                item = decode(text)
+    async def serve(self) -> None:
+        import anyio
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.read)
+            tg.start_soon(self.write)
+            await self.run()
+            self.reading.cancel()
+
+    def refused(self, problem: str) -> None:
+        log.warning("mcp: refused a message from %s: %.300s", self.peer, problem)
+
+    # -- from the peer --------------------------------------------------------------------
+
+    async def read(self) -> None:
+        with self.reading:
+            await self.receive()
+            await self.shut_down()
+
+    async def next_text(self) -> str | None:
+        """The next message from the peer (None at its end); an oversized one is answered here."""
+        while True:
+            try:
+                return await self.channel.recv()
+            except MessageTooLarge as exc:
+                self.refused(str(exc))
+                await self.answers.send(jsonrpc.error_response(None, jsonrpc.INVALID_REQUEST, str(exc)))
+            except ChannelClosed:
+                return None
+            except Exception as exc:  # noqa: BLE001 - a broken transport ends the session, quietly
+                log.warning("mcp: the channel from %s failed: %s", self.peer, exc)
+                return None
+
+    async def receive(self) -> None:
+        import anyio
+
+        async with self.answers:
+            while (text := await self.next_text()) is not None:
+                item, problem = decode(text)
+                if problem is not None:
+                    self.refused(problem)
                 if item is None:
                     continue
-                if isinstance(item, str):
-                    await answers.send(item)
+                if isinstance(item, dict):
+                    await self.answers.send(item)
                     continue
-                rid = compat.request_id_of(item)
-                if rid is not None:
-                    pending.add(rid)
+                if not self.expected(item):
+                    continue
                 try:
-                    await to_server.send(item)
+                    await self.to_server.send(item)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     return  # the session has ended
 
-    async def shut_down() -> None:
-        """The peer has gone: stop the runs, let the session answer what it has read, end."""
-        tool.cancel_all()
-        with anyio.move_on_after(SHUTDOWN_GRACE):
-            while pending:
-                answered[0] = anyio.Event()
-                await answered[0].wait()
-        if not pending:
-            await to_server.aclose()  # the SDK ends the session on its own
-            with anyio.move_on_after(SHUTDOWN_GRACE):
-                await finished.wait()
-        session.cancel()
+    def expected(self, item: Any) -> bool:
+        """Note a request's id; False for a response to a request the server never sent."""
+        answered_id = sdk.response_id_of(item)
+        if answered_id is not None:
+            if answered_id not in self.asked:
+                log.info("mcp: dropped a response from %s to a request never sent (id %r)", self.peer, answered_id)
+                return False
+            self.asked.discard(answered_id)
+        request_id = sdk.request_id_of(item)
+        if request_id is not None:
+            self.pending.add(request_id)
+        return True
 
-    async def write() -> None:
-        async with outgoing:
-            async for item in outgoing:
-                if isinstance(item, str):
-                    text = item
-                else:
-                    text = compat.dump_message(item)
-                    rid = compat.response_id_of(item)
-                    if rid is not None and rid in pending:
-                        pending.discard(rid)
-                        answered[0].set()
+    async def shut_down(self) -> None:
+        """The peer has gone: stop the runs, let the session answer what it has read, end."""
+        import anyio
+
+        self.closing = True
+        self.tool.cancel_all()
+        with anyio.move_on_after(SHUTDOWN_GRACE):
+            while self.pending:
+                self.answered = anyio.Event()
+                await self.answered.wait()
+        if not self.pending:
+            await self.to_server.aclose()  # the SDK ends the session on its own
+            with anyio.move_on_after(SHUTDOWN_GRACE):
+                await self.finished.wait()
+        self.session.cancel()
+
+    # -- to the peer ----------------------------------------------------------------------
+
+    def encode(self, item: Any) -> str:
+        """One outgoing message as text ("" to skip it); never fails on what the SDK built."""
+        if isinstance(item, dict):
+            return jsonrpc.dumps(item)
+        answered_id = sdk.response_id_of(item)
+        if answered_id is not None and answered_id in self.pending:
+            self.pending.discard(answered_id)
+            self.answered.set()
+        asked_id = sdk.request_id_of(item)
+        if asked_id is not None:
+            self.asked.add(asked_id)
+        try:
+            return sdk.dump_message(item)
+        except Exception as exc:  # noqa: BLE001 - an SDK object that will not serialise
+            log.warning("mcp: could not write a message to %s: %s", self.peer, exc)
+            if answered_id is None:
+                return ""
+            reply = jsonrpc.error_response(answered_id, jsonrpc.INTERNAL_ERROR, "the reply could not be encoded")
+            return jsonrpc.dumps(reply)
+
+    async def write(self) -> None:
+        async with self.outgoing:
+            async for item in self.outgoing:
+                text = self.encode(item)
+                if not text:
+                    continue
                 try:
-                    await channel.send(text)
+                    await self.channel.send(text)
                 except ChannelClosed:
-                    tool.cancel_all()
-                    session.cancel()
+                    self.tool.cancel_all()
+                    self.session.cancel()
                     return
 
-    async def run() -> None:
-        try:
-            with session:
-                await compat.run_server(server, from_peer, to_peer)
-        except Exception as exc:  # noqa: BLE001 - e.g. a late answer after the peer left
-            log.debug("MCP session ended with %r", exc)
-        finally:
-            to_server.close()
-            finished.set()
-            await to_peer.aclose()  # the writer drains what is queued, then ends
+    # -- the SDK's session ----------------------------------------------------------------
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read)
-        tg.start_soon(write)
-        await run()
-        reading.cancel()
+    async def run(self) -> None:
+        try:
+            with self.session:
+                await sdk.run_server(self.server, self.from_peer, self.to_peer)
+        except Exception as exc:  # noqa: BLE001 - e.g. a late answer after the peer left
+            if self.closing:
+                log.debug("MCP session with %s ended with %r", self.peer, exc)
+            else:
+                log.warning("mcp: the session with %s failed: %s", self.peer, _first_line(exc))
+        finally:
+            self.to_server.close()
+            self.finished.set()
+            await self.to_peer.aclose()  # the writer drains what is queued, then ends
+
+
+def _first_line(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

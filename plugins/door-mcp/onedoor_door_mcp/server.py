@@ -8,7 +8,7 @@ from typing import Any
 
 from onedoor.kernel import Kernel
 
-from . import compat
+from . import sdk
 from .options import McpOptions
 from .tool import AskTool
 
@@ -61,7 +61,7 @@ def build(kernel: Kernel, options: McpOptions | None = None, door: str = "mcp") 
         levels["level"] = level
         log.debug("client asked for log level %s", level)
 
-    server = compat.build_server(
+    server = sdk.build_server(
         options.server_name, door_version(), instructions(kernel, options), tool.definitions, tool.call, set_level
     )
     return server, tool

@@ -14,9 +14,10 @@ from typing import Any
 
 from onedoor.errors import RunRefused
 from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
+from onedoor.jsonrpc import INVALID_PARAMS
 from onedoor.kernel import Kernel
 
-from .compat import INVALID_PARAMS, Outcome, Progress, ProtocolError, current_session
+from .sdk import Outcome, Progress, ProtocolError, current_session
 
 ROLES = ["user", "assistant", "system"]
 META_KIND = "onedoor/event"  # key in a progress notification's _meta: text, tool_started, tool_finished
@@ -178,7 +179,7 @@ class AskTool:
         try:
             await progress.send(message, meta)
             return True
-        except Exception:  # the client's stream is gone: finish the run quietly
+        except Exception:  # noqa: BLE001 - the client's stream is gone: finish the run quietly
             return False
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import SlimTransportError
 from .options import SlimOptions, resolve_secret
 
-__all__ = ["SlimTransport", "SlimOptions", "transport"]
+__all__ = ["SlimOptions", "SlimTransport", "SlimTransportError", "transport"]
 
 
 class SlimTransport:

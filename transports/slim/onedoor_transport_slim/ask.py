@@ -24,22 +24,24 @@ def _write(fd: int, text: str) -> None:
 async def ask(name: str, message: str, options: SlimOptions, *, out_fd: int, timeout: float = 600.0) -> int:
     try:
         from mcp import ClientSession
+        from onedoor_door_mcp.client import mcp_streams as _codec  # noqa: F401 - checks it is installed
     except ImportError:
         print(
-            "onedoor ask: the MCP client needs the `mcp` package: pip install 'onedoor-transport-slim[ask]'",
+            "onedoor ask: the MCP client needs the MCP door and the `mcp` package: "
+            "pip install 'onedoor-transport-slim[ask]'",
             file=sys.stderr,
         )
         return 2
     from .client import client_options, mcp_streams, mcp_timeout, open_channel
-    from .runtime import SlimTransportError
+    from .errors import SlimTransportError
 
     streamed = False
 
-    async def on_progress(progress: float, total: float | None, text: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         nonlocal streamed
-        if text:
+        if message:  # the next piece of the reply
             streamed = True
-            _write(out_fd, text)
+            _write(out_fd, message)
 
     secret = resolve_secret(options)
     async with open_channel(name, options=client_options(options), secret=secret) as channel:
@@ -70,7 +72,7 @@ async def ask(name: str, message: str, options: SlimOptions, *, out_fd: int, tim
 def run_ask(name: str, message: str, options: Any, *, timeout: float = 600.0) -> int:
     from onedoor.errors import OnedoorError
 
-    from .runtime import protect_stdout
+    from .bindings import protect_stdout
 
     out_fd = protect_stdout()  # SLIM's native logs must not mix with the reply
     try:

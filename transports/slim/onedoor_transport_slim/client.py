@@ -6,7 +6,11 @@
     async with open_channel(name, secret=S) as channel, mcp_streams(channel) as (r, w):
         async with mcp.ClientSession(r, w) as session: ...
 
-The wire format is MCP-over-SLIM's: one whole JSON-RPC message per publish.
+The wire format is MCP-over-SLIM's: one whole JSON-RPC message per publish. A session
+is checked before it is handed out (:meth:`SlimChannel.handshake`), so a worker that
+refuses it (no MLS, too many sessions) fails :meth:`SlimClient.open` with
+:class:`SlimTransportError`. The MCP codec is the MCP door's, imported only by
+:func:`mcp_streams` (this distribution does not depend on the door; its ``ask`` extra does).
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, AsyncIterator
 
-from . import runtime
+from . import bindings
+from .bindings import describe_error
 from .channel import SlimChannel
+from .errors import SlimTransportError
 from .options import SlimOptions, resolve_secret
-from .runtime import SlimTransportError, describe_error
 
 
 class SlimClient:
@@ -37,12 +42,12 @@ class SlimClient:
 
     async def connect(self) -> "SlimClient":
         options = self.options
-        sb = self._sb = runtime.slim(options.log_level)
+        sb = self._sb = bindings.slim(options.log_level)
         self._service = sb.get_global_service()
-        self._conn = await runtime.acquire(sb, self._service, options)
+        self._conn = await bindings.acquire(sb, self._service, options)
         org, namespace, _ = options.name.split("/")
         me = f"{org}/{namespace}/client-{uuid.uuid4().hex[:12]}"
-        self._app = runtime.make_app(sb, self._service, me, self.secret)
+        self._app = bindings.make_app(sb, self._service, me, self.secret)
         await self._app.subscribe_async(sb.Name.from_string(me), self._conn)
         return self
 
@@ -54,7 +59,7 @@ class SlimClient:
         if name not in self._routes:
             await self._app.set_route_async(target, self._conn)
             self._routes.add(name)
-        config = runtime.session_config(sb, options)
+        config = bindings.session_config(sb, options)
         budget = (options.session_retries + 1) * options.session_interval * 3 + 5.0
         try:
             session = await asyncio.wait_for(self._app.create_session_and_wait_async(config, target), budget)
@@ -69,19 +74,26 @@ class SlimClient:
                     "(SLIM does not report a wrong secret, only silence)"
                 ) from None
             raise SlimTransportError(f"cannot open a SLIM session with {name}: {text}") from None
-        return SlimChannel(
+        channel = SlimChannel(
             session,
             self._app,
             peer=name,
             max_message_bytes=options.max_message_bytes,
             probe_interval=options.probe_interval if probe_interval is None else probe_interval,
             probe_timeout=options.probe_timeout,
+            client=True,
         )
+        try:
+            await channel.handshake(budget)
+        except BaseException:
+            await channel.close()
+            raise
+        return channel
 
     async def close(self) -> None:
         if self._service is not None and self._conn is not None:
             self._conn = None
-            runtime.release(self._service, self.options.endpoint)
+            bindings.release(self._service, self.options.endpoint)
 
 
 def client_options(options: SlimOptions | None = None, **overrides: Any) -> SlimOptions:
@@ -110,74 +122,23 @@ async def open_channel(
 
 @asynccontextmanager
 async def mcp_streams(channel: Any) -> AsyncIterator[tuple[Any, Any]]:
-    """The (read, write) stream pair ``mcp.ClientSession`` takes, over a Channel."""
-    import anyio
-    from mcp.shared.message import SessionMessage
+    """The (read, write) stream pair ``mcp.ClientSession`` takes, over a SLIM channel.
 
-    parse, dump = _jsonrpc_codec()
-    read_send, read_recv = anyio.create_memory_object_stream(16)
-    write_send, write_recv = anyio.create_memory_object_stream(16)
+    The MCP codec lives in the MCP door (``onedoor_door_mcp.client``, installed with the
+    ``ask`` extra); this adds SLIM's reason when a session ends badly.
+    """
+    from onedoor_door_mcp.client import mcp_streams as channel_streams
 
-    async def reader() -> None:
-        async with read_send:
-            while True:
-                try:
-                    text = await channel.recv()
-                except Exception as exc:  # noqa: BLE001 - MessageTooLarge and the like
-                    await read_send.send(exc)
-                    continue
-                if text is None:
-                    if getattr(channel, "error", None):
-                        await read_send.send(SlimTransportError(channel.error))
-                    return
-                try:
-                    message = parse(text)
-                except Exception as exc:  # noqa: BLE001
-                    await read_send.send(exc)
-                    continue
-                await read_send.send(SessionMessage(message))
+    def ended() -> BaseException | None:
+        error = getattr(channel, "error", None)
+        return SlimTransportError(error) if error else None
 
-    async def writer() -> None:
-        async with write_recv:
-            async for item in write_recv:
-                await channel.send(dump(item.message))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reader)
-        tg.start_soon(writer)
-        try:
-            yield read_recv, write_send
-        finally:
-            tg.cancel_scope.cancel()
-
-
-def _jsonrpc_codec() -> tuple[Any, Any]:
-    """(parse, dump) for JSON-RPC messages on the installed MCP SDK (1.x or 2.x)."""
-    import mcp.types as types
-
-    adapter = getattr(types, "jsonrpc_message_adapter", None)
-    if adapter is not None:  # mcp 2.x
-
-        def parse2(text: str) -> Any:
-            return adapter.validate_json(text, by_name=False)
-
-        def dump2(message: Any) -> str:
-            return message.model_dump_json(by_alias=True, exclude_unset=True)
-
-        return parse2, dump2
-
-    def dump1(message: Any) -> str:
-        return message.model_dump_json(by_alias=True, exclude_none=True)
-
-    return types.JSONRPCMessage.model_validate_json, dump1
+    async with channel_streams(channel, ended=ended) as streams:
+        yield streams
 
 
 def mcp_timeout(seconds: float) -> Any:
     """A read timeout in the form the installed SDK takes (timedelta on 1.x, float on 2.x)."""
-    from importlib.metadata import version
+    from onedoor_door_mcp.client import read_timeout
 
-    if int(version("mcp").split(".")[0]) >= 2:
-        return seconds
-    from datetime import timedelta
-
-    return timedelta(seconds=seconds)
+    return read_timeout(seconds)

@@ -11,24 +11,24 @@ import asyncio
 import signal
 import sys
 
-from . import runtime
+from . import bindings
 from .options import SlimOptions
 
 
 async def _run(options: SlimOptions) -> int:
-    sb = runtime.slim(options.log_level)
-    service = await runtime.start_node(sb, options)
+    sb = bindings.slim(options.log_level)
+    service = await bindings.start_node(sb, options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"onedoor slim-node: listening on {options.endpoint}", file=sys.stderr, flush=True)
     await stop.wait()
-    runtime.stop_node(service, options)
+    bindings.stop_node(service, options)
     print("onedoor slim-node: stopped", file=sys.stderr, flush=True)
     return 0
 
 
 def run_node(options: SlimOptions) -> int:
-    runtime.protect_stdout()  # SLIM's native logs write to fd 1: send them to stderr
+    bindings.protect_stdout()  # SLIM's native logs write to fd 1: send them to stderr
     return asyncio.run(_run(options))

@@ -13,8 +13,8 @@ from typing import Any
 
 from onedoor.composition import ServeContext
 
-from . import runtime
-from .channel import SlimChannel
+from . import bindings
+from .channel import SlimChannel, refusal_notice
 from .options import SlimOptions
 
 
@@ -34,7 +34,7 @@ class Worker:
 
     async def run(self) -> int:
         options = self.options
-        sb = runtime.slim(options.log_level)
+        sb = bindings.slim(options.log_level)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
@@ -43,13 +43,13 @@ class Worker:
                 pass
         node_service = None
         if options.embed_node:
-            node_service = await runtime.start_node(sb, options)
+            node_service = await bindings.start_node(sb, options)
             service = sb.create_service("onedoor-worker")  # an app must not use its own node's service
         else:
             service = sb.get_global_service()
-        conn = await runtime.connect(sb, service, options)
-        identity = runtime.node_identity(options.endpoint)
-        app = runtime.make_app(sb, service, options.name, self.secret)
+        conn = await bindings.connect(sb, service, options)
+        identity = bindings.node_identity(options.endpoint)
+        app = bindings.make_app(sb, service, options.name, self.secret)
         name = sb.Name.from_string(options.name)
         await app.subscribe_async(name, conn)
         mls = "MLS on" if options.mls else "MLS OFF"
@@ -60,8 +60,9 @@ class Worker:
         watch = asyncio.create_task(self._watch_node(identity))
         await asyncio.wait({accept, stopper, watch}, return_when=asyncio.FIRST_COMPLETED)
         code = 0
-        if accept.done() and not accept.cancelled() and accept.exception() is not None:
-            _log(f"stopped: {runtime.describe_error(accept.exception())}")
+        failure = accept.exception() if accept.done() and not accept.cancelled() else None
+        if failure is not None:
+            _log(f"stopped: {bindings.describe_error(failure)}")
             code = 1
         if watch.done() and not watch.cancelled():
             _log(watch.result())
@@ -70,7 +71,7 @@ class Worker:
             task.cancel()
         await self._shutdown(app, name, conn, service)
         if node_service is not None:
-            runtime.stop_node(node_service, options)
+            bindings.stop_node(node_service, options)
         _log("stopped")
         return code
 
@@ -83,7 +84,7 @@ class Worker:
             await asyncio.Event().wait()
         while True:
             await asyncio.sleep(interval)
-            problem = await asyncio.to_thread(runtime.node_lost, self.options.endpoint, identity, self.options.connect_timeout)
+            problem = await asyncio.to_thread(bindings.node_lost, self.options.endpoint, identity, self.options.connect_timeout)
             if problem:
                 return f"lost the SLIM node at {self.options.endpoint} ({problem}); stopping so a supervisor can restart this worker"
 
@@ -93,11 +94,11 @@ class Worker:
             peer = _peer(session)
             if self.options.mls and session.config().mls_settings is None:
                 _log(f"refused a session without MLS from {peer} (this worker requires MLS; -o mls=false allows it)")
-                asyncio.ensure_future(app.delete_session_async(session))
+                self._refuse(app, session, "this worker requires MLS (it runs without MLS only with -o mls=false)")
                 continue
             if len(self.channels) >= self.options.max_sessions:
                 _log(f"refused a session from {peer}: {len(self.channels)} sessions open (max_sessions)")
-                asyncio.ensure_future(app.delete_session_async(session))
+                self._refuse(app, session, f"this worker serves at most {self.options.max_sessions} sessions at once")
                 continue
             channel = SlimChannel(
                 session,
@@ -113,6 +114,23 @@ class Worker:
             task = asyncio.create_task(self._serve(channel))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
+
+    def _refuse(self, app: Any, session: Any, reason: str) -> None:
+        """Tell the client why (a notice it turns into its own error), then drop the session."""
+
+        async def refuse() -> None:
+            try:
+                await asyncio.wait_for(session.publish_async(refusal_notice(reason), None, None), 2.0)
+            except Exception:  # noqa: BLE001 - the client then sees the session dropped
+                pass
+            try:
+                await asyncio.wait_for(app.delete_session_async(session), 5.0)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+        task = asyncio.create_task(refuse())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     async def _serve(self, channel: SlimChannel) -> None:
         try:
@@ -152,5 +170,5 @@ def _peer(session: Any) -> str:
 
 
 def serve(door: Any, ctx: ServeContext, options: SlimOptions, secret: str) -> int:
-    runtime.protect_stdout()  # SLIM's native logs write to fd 1: send them to stderr
+    bindings.protect_stdout()  # SLIM's native logs write to fd 1: send them to stderr
     return asyncio.run(Worker(door, ctx, options, secret).run())

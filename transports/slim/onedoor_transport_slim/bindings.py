@@ -1,4 +1,5 @@
-"""The slim-bindings side: one-time initialisation, node and client configs, connecting.
+"""Every direct use of slim_bindings' service: initialising it once, node and client
+configs, running a node, connecting to one, creating apps and session configs.
 
 Imported only when SLIM is actually used. Facts it relies on (slim-bindings 3.3.8):
 the Rust logs go to fd 1, so stdout is pointed at stderr before the first
@@ -13,15 +14,10 @@ import datetime
 import os
 from typing import Any
 
-from onedoor.errors import OnedoorError
-
+from .errors import SlimTransportError
 from .options import SlimOptions, unix_path
 
 _initialized: bool = False
-
-
-class SlimTransportError(OnedoorError):
-    """A SLIM failure, said in one line."""
 
 
 def protect_stdout() -> int:

@@ -1,8 +1,10 @@
-"""Every difference between the MCP Python SDK 1.x (1.26) and 2.x (2.3) lives here.
+"""The MCP Python SDK behind one interface: every difference between 1.x (1.26) and 2.x (2.3).
 
 The rest of the door speaks plain Python: a tool definition as a dict, an
-:class:`Outcome` (text, is_error), a :class:`ProtocolError`, and a progress sender
-with ``send(message, meta)``. This module turns those into the SDK's objects.
+:class:`Outcome` (text, is_error), a :class:`ProtocolError`, a progress sender with
+``send(message, meta)``, and JSON-RPC messages as dicts (:mod:`onedoor.jsonrpc`). This
+module turns those into the SDK's objects and back; nothing else in the door imports
+``mcp``.
 
 Differences handled here:
 
@@ -17,7 +19,10 @@ Differences handled here:
   request-scoped channel is chosen by passing ``related_request_id``;
 - the progress token: ``ctx.meta.progressToken`` (1.x model) or a ``_meta`` dict (2.x);
 - JSON-RPC message parsing and dumping (``JSONRPCMessage`` vs 2.x's
-  ``jsonrpc_message_adapter``, ``exclude_none`` vs ``exclude_unset``);
+  ``jsonrpc_message_adapter``, ``exclude_none`` vs ``exclude_unset``), for the server
+  side (:func:`parse_message`, :func:`message_dict`) and the client side
+  (:func:`client_codec`, used by :mod:`.client`);
+- a client's read timeout (a timedelta on 1.x, seconds on 2.x: :func:`read_timeout`);
 - the end of a session: 2.x cancels the session's handlers, 1.x lets them run on, so
   on 1.x the door cancels the session's runs itself (:class:`SessionScope`);
 - unknown request methods: 1.x answers -32602 for a method outside its request union,
@@ -28,7 +33,7 @@ Differences handled here:
 from __future__ import annotations
 
 import contextvars
-import json
+import logging
 import typing
 import warnings
 from dataclasses import dataclass
@@ -38,18 +43,14 @@ from typing import Any, Awaitable, Callable
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from onedoor import jsonrpc
 
 SDK_VERSION = _dist_version("mcp")
 MAJOR = int(SDK_VERSION.split(".")[0])
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+log = logging.getLogger("onedoor.door.mcp")
 
 if MAJOR >= 2:
-    from mcp.shared.exceptions import MCPError as _SdkError
+    from mcp.shared.exceptions import MCPError as _SdkError  # type: ignore[attr-defined]
 else:
     from mcp.shared.exceptions import McpError as _SdkError
 
@@ -100,7 +101,7 @@ class Progress:
     async def send(self, message: str, meta: dict[str, Any] | None = None) -> None:
         self.count += 1
         params = types.ProgressNotificationParams(
-            progressToken=self.token, progress=float(self.count), message=message, _meta=meta
+            progressToken=self.token, progress=float(self.count), message=message, _meta=meta  # type: ignore[arg-type]
         )
         if MAJOR >= 2:
             await self.session.send_notification(
@@ -139,6 +140,19 @@ def _result(outcome: Outcome) -> Any:
     return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)], isError=outcome.is_error)
 
 
+async def _call(call_tool: CallTool, name: str, arguments: Any, progress: Progress | None) -> Any:
+    """The tool's result; a ProtocolError as the SDK's error; anything unexpected as an
+    internal error logged in one line (the SDKs would log it with a traceback)."""
+    try:
+        return _result(await call_tool(name, arguments, progress))
+    except ProtocolError as exc:
+        raise _sdk_error(exc) from None
+    except Exception as exc:  # answered, not crashed (the traceback at DEBUG only)
+        detail = f"{type(exc).__name__}: {exc}"
+        log.warning("mcp: tools/call %r failed: %s", name, detail, exc_info=log.isEnabledFor(logging.DEBUG))
+        raise _sdk_error(ProtocolError(jsonrpc.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")) from None
+
+
 def build_server(
     name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel
 ) -> Any:
@@ -158,11 +172,7 @@ def _build_server_1(name: str, version: str, instructions: str, list_tools: List
         ctx = server.request_context
         token = _progress_token(ctx.meta)
         progress = Progress(ctx.session, token, ctx.request_id) if token is not None else None
-        try:
-            outcome = await call_tool(req.params.name, req.params.arguments, progress)
-        except ProtocolError as exc:
-            raise _sdk_error(exc) from None
-        return types.ServerResult(_result(outcome))
+        return types.ServerResult(await _call(call_tool, req.params.name, req.params.arguments, progress))
 
     async def on_set_level(req: Any) -> Any:
         set_level(str(req.params.level))
@@ -182,11 +192,7 @@ def _build_server_2(name: str, version: str, instructions: str, list_tools: List
     async def on_call_tool(ctx: Any, params: Any) -> Any:
         token = _progress_token(ctx.meta)
         progress = Progress(ctx.session, token, ctx.request_id) if token is not None else None
-        try:
-            outcome = await call_tool(params.name, params.arguments, progress)
-        except ProtocolError as exc:
-            raise _sdk_error(exc) from None
-        return _result(outcome)
+        return await _call(call_tool, params.name, params.arguments, progress)
 
     async def on_set_level(ctx: Any, params: Any) -> Any:
         set_level(str(params.level))
@@ -194,7 +200,7 @@ def _build_server_2(name: str, version: str, instructions: str, list_tools: List
 
     with warnings.catch_warnings():  # logging/setLevel is deprecated from 2026-07-28 on, still answered
         warnings.simplefilter("ignore")
-        return Server(
+        return Server(  # type: ignore[call-arg]  # 2.x's constructor; mypy may see 1.x
             name,
             version=version,
             instructions=instructions,
@@ -326,15 +332,16 @@ def _watch_sessions(server: Any) -> None:
 # -- JSON-RPC messages --------------------------------------------------------------------
 
 
-def parse_message(data: Any) -> SessionMessage:
-    """A SessionMessage from a decoded JSON value; raises ValueError if it is not JSON-RPC."""
+def parse_message(data: dict[str, Any]) -> SessionMessage:
+    """A SessionMessage from a JSON-RPC message already checked by :mod:`onedoor.jsonrpc`;
+    ValueError if the SDK's own model refuses it (e.g. an ``error`` that is not an object)."""
     try:
         if MAJOR >= 2:
-            message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
+            message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)  # type: ignore[attr-defined]
         else:
             message = types.JSONRPCMessage.model_validate(data)
-    except Exception:  # pydantic.ValidationError
-        raise ValueError("not a JSON-RPC 2.0 request, notification or response") from None
+    except Exception:  # noqa: BLE001 - pydantic.ValidationError, or anything the model raises
+        raise ValueError("not a JSON-RPC 2.0 request, notification or response MCP accepts") from None
     return SessionMessage(message)
 
 
@@ -355,35 +362,94 @@ def response_id_of(item: SessionMessage) -> Any:
     return root.id if isinstance(root, (types.JSONRPCResponse, types.JSONRPCError)) else None
 
 
+def _as_dict(message: Any) -> dict[str, Any]:
+    if MAJOR >= 2:
+        return message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    return message.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def message_dict(item: SessionMessage) -> dict[str, Any]:
+    """An outgoing SessionMessage as a plain JSON-RPC dict (written with ``jsonrpc.dumps``)."""
+    return _as_dict(item.message)
+
+
 def dump_message(item: SessionMessage) -> str:
-    if MAJOR >= 2:
-        return item.message.model_dump_json(by_alias=True, exclude_unset=True)
-    return item.message.model_dump_json(by_alias=True, exclude_none=True)
+    """An outgoing SessionMessage as one line of JSON that always encodes to UTF-8."""
+    return jsonrpc.dumps(message_dict(item))
 
 
-def _request_methods() -> frozenset[str] | None:
-    if MAJOR >= 2:
-        return None  # 2.x answers -32601 for unknown methods itself
-    union = types.ClientRequest.model_fields["root"].annotation
-    methods = set()
-    for cls in typing.get_args(union):
+def _models_by_method(union: Any) -> dict[str, Any]:
+    """``{method: model}`` for the members of a 1.x RootModel union (ClientRequest, …)."""
+    models: dict[str, Any] = {}
+    for cls in typing.get_args(union.model_fields["root"].annotation):
         field = getattr(cls, "model_fields", {}).get("method")
         if field is not None:
-            methods.update(a for a in typing.get_args(field.annotation) if isinstance(a, str))
-    return frozenset(methods)
+            models.update((a, cls) for a in typing.get_args(field.annotation) if isinstance(a, str))
+    return models
 
 
-_KNOWN_METHODS = _request_methods()
+# 2.x answers unknown methods (-32601) and invalid params (-32602) itself, quietly. 1.x
+# answers an unknown method with -32602 and logs every refusal with the whole pydantic
+# report (dozens of lines): on 1.x the door checks both first.
+_REQUESTS = _models_by_method(types.ClientRequest) if MAJOR < 2 else None
+_NOTIFICATIONS = _models_by_method(types.ClientNotification) if MAJOR < 2 else None
 
 
 def is_unknown_method(method: str) -> bool:
     """True when this SDK would not answer the request method with -32601 itself."""
-    return _KNOWN_METHODS is not None and method not in _KNOWN_METHODS
+    return _REQUESTS is not None and method not in _REQUESTS
 
 
-def error_response(request_id: Any, code: int, message: str) -> str:
-    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-    return json.dumps(error, ensure_ascii=False, separators=(",", ":"))
+def params_problem(data: dict[str, Any]) -> str | None:
+    """Why this SDK would refuse a request's or notification's params, in one line (1.x;
+    None on 2.x, which answers such requests quietly itself). An unknown notification
+    method is a problem too: 1.x logs it at length."""
+    table = _REQUESTS if "id" in data else _NOTIFICATIONS
+    if table is None:
+        return None
+    model = table.get(data["method"])
+    if model is None:
+        return None if "id" in data else f"unknown notification {data['method']!r}"
+    try:
+        model.model_validate({key: data[key] for key in ("method", "params") if key in data})
+    except Exception as exc:  # noqa: BLE001 - pydantic.ValidationError
+        return _first_error(exc)
+    return None
+
+
+def _first_error(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            return f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
+        except Exception:  # noqa: BLE001 - fall back on the text
+            pass
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# -- the client side ----------------------------------------------------------------------
+
+
+def client_codec() -> tuple[Callable[[dict[str, Any]], Any], Callable[[Any], dict[str, Any]]]:
+    """``(parse, dump)`` for a client: a checked JSON-RPC dict to the SDK's message
+    (ValueError if the SDK refuses it), and the SDK's message back to a dict."""
+
+    def parse(data: dict[str, Any]) -> Any:
+        return parse_message(data).message
+
+    return parse, _as_dict
+
+
+def read_timeout(seconds: float) -> Any:
+    """A ``ClientSession`` read timeout in the form this SDK takes (timedelta on 1.x)."""
+    if MAJOR >= 2:
+        return seconds
+    from datetime import timedelta
+
+    return timedelta(seconds=seconds)
 
 
 # -- streamable HTTP ----------------------------------------------------------------------
