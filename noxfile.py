@@ -1,4 +1,4 @@
-"""nox sessions: the plugin matrix, lint, and benchmarks.
+"""nox sessions: the plugin matrix, packaging, lint, a developer environment, benchmarks.
 
 The matrix is assembled from ``tests/*/nox.toml``: each test folder says which
 combinations of distributions it runs against. A combination is one virtualenv with the
@@ -6,28 +6,86 @@ kernel plus the listed distributions (local folders or pinned requirements), and
 listed test folders run in it::
 
     [[combo]]
-    name = "mcp-1.26"                       # session: tests(combo='mcp-1.26')
+    name = "mcp-1.26"                       # session: tests(mcp-1.26)
     install = ["transports/http", "plugins/door-mcp", "mcp==1.26.0"]
     tests = ["tests/door_mcp"]
     npm = ["tests/door_mcp/js"]             # optional: folders to `npm ci` first
+    resolution = "newest"                   # optional: "newest" upgrades every dependency to
+                                            # its newest release; "lowest" installs each
+                                            # declared dependency at its lower bound (uv)
 
-``nox`` runs every combination and lint; ``nox -s tests -- -k name`` passes pytest args;
-``nox -s "tests(combo='kernel')"`` runs one.
+Every combination runs on Python 3.11; those in :data:`ALL_PYTHONS` also on 3.12 and 3.13
+(sessions ``tests(kernel-3.12)``, …). A missing interpreter skips its sessions on a
+developer's machine and fails in CI (``CI`` set). pyenv's interpreters are found even
+when pyenv does not put them on PATH.
+
+``nox`` runs the matrix, ``packaging`` and ``lint``. ``nox -s tests -- -k name`` passes
+pytest args; ``nox -s "tests(kernel)"`` runs one combination; ``nox -s dev`` makes
+``.venv`` with every distribution installed editable; ``nox -s bump -- 0.2.0`` sets the
+one version everywhere.
 """
 
 from __future__ import annotations
 
+import glob
+import os
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import nox
 
 ROOT = Path(__file__).parent
-nox.options.sessions = ["tests", "lint"]
-nox.options.reuse_existing_virtualenvs = True
-nox.options.error_on_missing_interpreters = False
+sys.path.insert(0, str(ROOT / "tests" / "release"))
+import onedoor_release as release  # noqa: E402  (tests/release/onedoor_release.py: versions, pins, bounds)
 
+IN_CI = bool(os.environ.get("CI"))
+nox.options.sessions = ["tests", "packaging", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = IN_CI
+
+PYTHON = "3.11"
+PYTHONS = ["3.11", "3.12", "3.13"]
+# The combinations that run on every supported Python: the kernel alone, every web door
+# together, and a channel door (ACP over stdio).
+ALL_PYTHONS = {"kernel", "all-http", "door-acp"}
 TEST_TOOLS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3", "hypothesis>=6.100", "httpx>=0.27"]
+# Not installable beside the others (hermes-agent pins openai/pydantic exactly): own environments only.
+OWN_ENVIRONMENT = {"plugins/backend-hermes"}
+
+
+def _find_interpreters() -> dict[str, str]:
+    """Each supported Python: its command on PATH if that runs, else pyenv's build of it,
+    exposed on PATH through a symlink so that nox finds it by version."""
+    found: dict[str, str] = {}
+    links = ROOT / ".nox" / ".interpreters"
+    for version in PYTHONS:
+        command = shutil.which(f"python{version}")
+        if command and subprocess.run([command, "-c", ""], capture_output=True).returncode == 0:
+            found[version] = command
+            continue
+        pyenv_root = os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))
+        builds = sorted(glob.glob(f"{pyenv_root}/versions/{version}.*/bin/python{version}"), key=_version_key)
+        if builds:
+            links.mkdir(parents=True, exist_ok=True)
+            link = links / f"python{version}"
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(builds[-1])
+            found[version] = str(link)
+    if found and str(links) not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = str(links) + os.pathsep + os.environ["PATH"]
+    return found
+
+
+def _version_key(path: str) -> tuple[int, ...]:
+    digits = Path(path).parents[1].name.split(".")
+    return tuple(int(d) if d.isdigit() else 0 for d in digits)
+
+
+INTERPRETERS = _find_interpreters()
 
 
 def _combos() -> dict[str, dict]:
@@ -45,33 +103,127 @@ def _combos() -> dict[str, dict]:
 COMBOS = _combos()
 
 
+def _matrix() -> list:
+    params = []
+    for name in COMBOS:
+        for python in PYTHONS if name in ALL_PYTHONS else [PYTHON]:
+            params.append(nox.param(python, name, id=name if python == PYTHON else f"{name}-{python}"))
+    return params
+
+
 def _install(session: nox.Session, combo: dict) -> None:
     local = [item for item in combo.get("install", []) if (ROOT / item).is_dir()]
     pinned = [item for item in combo.get("install", []) if not (ROOT / item).is_dir()]
-    # One resolver pass: the kernel, the plugins and the pins together.
-    session.install(*TEST_TOOLS, ".", *[f"./{item}" for item in local], *pinned, *combo.get("extra", []))
+    targets = [".", *[f"./{item}" for item in local], *pinned, *combo.get("extra", [])]
+    resolution = combo.get("resolution")
+    if resolution == "lowest":
+        _install_lowest(session, local, targets)
+    elif resolution == "newest":
+        # a reused virtualenv would keep what it had: ask for the newest of everything
+        session.install("--upgrade", "--upgrade-strategy", "eager", *TEST_TOOLS, *targets)
+    else:
+        # One resolver pass: the kernel, the plugins and the pins together.
+        session.install(*TEST_TOOLS, *targets)
     for folder in combo.get("npm", []):
         session.run("npm", "ci", "--no-audit", "--no-fund", "--prefix", folder, external=True)
 
 
+def _install_lowest(session: nox.Session, local: list[str], targets: list[str]) -> None:
+    """Our distributions with every dependency they declare at its lower bound.
+
+    uv's ``lowest-direct`` resolution takes the lowest version of each *direct*
+    requirement; our third-party dependencies are made direct by listing them (so a bound
+    that another package raises shows up, instead of failing the install). The test tools
+    come second, without moving anything the first pass chose.
+    """
+    session.install("uv")
+    folders = [".", *local]
+    direct = sorted({str(req) for folder in folders for req in release.requirements(folder) if not release.is_ours(req)})
+    requirements = Path(session.create_tmp()) / "lowest-direct.txt"
+    requirements.write_text("\n".join(direct) + "\n")
+    python = ["--python", session.virtualenv.location]  # type: ignore[union-attr]
+    session.run("uv", "pip", "install", *python, "--reinstall", "--resolution", "lowest-direct", "-r", str(requirements), *targets)
+    frozen = Path(session.create_tmp()) / "chosen.txt"
+    listed = session.run("uv", "pip", "freeze", "--quiet", *python, silent=True) or ""
+    frozen.write_text("".join(line + "\n" for line in listed.splitlines() if "==" in line and " @ " not in line))
+    session.run("uv", "pip", "install", *python, "-c", str(frozen), *TEST_TOOLS)
+    lower = release.lower_bounds(folders)
+    chosen = dict(line.split("==", 1) for line in frozen.read_text().splitlines() if "==" in line)
+    for name, floor in lower.items():
+        got = chosen.get(name) or chosen.get(name.replace("-", "_"))
+        note = "" if got is None or release.Version(got) == release.Version(floor) else "  (raised by another requirement)"
+        session.log(f"lowest: {name} declared >={floor}, installed {got}{note}")
+
+
 @nox.session
-@nox.parametrize("combo", list(COMBOS))
+@nox.parametrize("python,combo", _matrix())
 def tests(session: nox.Session, combo: str) -> None:
     """Run one combination of the plugin matrix."""
     spec = COMBOS[combo]
     _install(session, spec)
-    artifacts = ROOT / "test-artifacts" / combo
+    label = combo if session.python == PYTHON else f"{combo}-{session.python}"
+    artifacts = ROOT / "test-artifacts" / label
     artifacts.mkdir(parents=True, exist_ok=True)
+    (artifacts / "pip-freeze.txt").write_text(session.run("python", "-m", "pip", "freeze", silent=True) or "")
     env = {"ONEDOOR_TEST_ARTIFACTS": str(artifacts), "ONEDOOR_COMBO": combo}
     session.run("pytest", *spec["tests"], *session.posargs, env=env)
 
 
-@nox.session
+@nox.session(python=PYTHON)
+def packaging(session: nox.Session) -> None:
+    """Build every distribution (wheel + sdist), check them (twine, check-wheel-contents),
+    then install each one by name from a local index on Python 3.11, 3.12 and 3.13 and
+    serve the AG-UI chat page and REST from those installs (tests/release)."""
+    session.install("build", "setuptools>=77", "twine", "check-wheel-contents", "packaging", "trove-classifiers", *TEST_TOOLS)
+    dist = Path(session.create_tmp()) / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    for folder in release.PUBLISHED:
+        session.run("python", "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT / folder), silent=True)
+    artifacts = sorted(str(p) for p in dist.iterdir())
+    session.run("twine", "check", "--strict", *artifacts)
+    session.run("check-wheel-contents", *[p for p in artifacts if p.endswith(".whl")])
+    pythons = ";".join(f"{version}={path}" for version, path in INTERPRETERS.items())
+    env = {"ONEDOOR_DIST": str(dist), "ONEDOOR_PYTHONS": pythons, "ONEDOOR_REQUIRE_PYTHONS": "1" if IN_CI else ""}
+    artifacts_dir = ROOT / "test-artifacts" / "packaging"
+    artifacts_dir.mkdir(parents=True, exist_ok=True)
+    env["ONEDOOR_TEST_ARTIFACTS"] = str(artifacts_dir)
+    session.run("pytest", "tests/release", *session.posargs, env=env)
+
+
+LINT_DISTRIBUTIONS = [folder for folder in release.ALL if folder not in OWN_ENVIRONMENT]
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff on everything, mypy on the kernel."""
-    session.install("ruff>=0.6", "mypy>=1.10", ".")
-    session.run("ruff", "check", "kernel", "plugins", "transports", "examples", "tests", "noxfile.py")
-    session.run("mypy", "kernel/onedoor")
+    """ruff on everything; mypy on every distribution's package (with its dependencies
+    installed, so their types count)."""
+    session.install("ruff>=0.6", "mypy>=1.10", *TEST_TOOLS, *[f"-e./{folder}" for folder in LINT_DISTRIBUTIONS])
+    session.run("ruff", "check", "kernel", "plugins", "transports", "examples", "bench/loadhooks", "tests", "noxfile.py")
+    packages = [str(ROOT / folder / package) if folder != "." else str(ROOT / "kernel" / package)
+                for folder, package in release.ALL.items()]
+    session.run("mypy", *packages)
+
+
+@nox.session(python=PYTHON)
+def dev(session: nox.Session) -> None:
+    """A developer environment in ./.venv: every distribution installed editable (but the
+    hermes backend, whose exact pins clash with pydantic-ai), the test tools, ruff and mypy.
+    Then: ``. .venv/bin/activate``."""
+    venv = ROOT / ".venv"
+    session.run(sys.executable, "-m", "venv", "--clear", str(venv), external=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--upgrade"]
+    session.run(*pip, "pip", external=True)
+    editable = [f"-e./{folder}" for folder in release.PUBLISHED if folder not in OWN_ENVIRONMENT]
+    session.run(*pip, *editable, *TEST_TOOLS, "ruff>=0.6", "mypy>=1.10", "nox", external=True)
+    session.log(f"ready: . {venv.relative_to(ROOT)}/bin/activate  (onedoor, pytest, ruff, mypy, nox)")
+
+
+@nox.session(python=False)
+def bump(session: nox.Session) -> None:
+    """Set the one version of every distribution: ``nox -s bump -- 0.2.0``."""
+    if len(session.posargs) != 1:
+        session.error("usage: nox -s bump -- NEW_VERSION")
+    session.run(sys.executable, str(ROOT / "tests" / "release" / "onedoor_release.py"), "bump", session.posargs[0])
 
 
 @nox.session

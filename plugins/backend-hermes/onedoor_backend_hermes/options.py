@@ -99,7 +99,7 @@ def _check_reachable(base_url: str, api_key: str) -> None:
 
     request = urllib.request.Request(f"{base_url}/models", headers={"Authorization": f"Bearer {api_key or 'none'}"})
     try:
-        with urllib.request.urlopen(request, timeout=5):  # noqa: S310 - the user's own URL
+        with urllib.request.urlopen(request, timeout=5):  # the user's own URL
             return
     except urllib.error.HTTPError:
         return  # it answered

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import importlib
 import json
-from typing import Any, AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Iterator, Sequence
 
 from onedoor.events import (
     STOP_PENDING_TOOLS,
@@ -98,15 +99,7 @@ class PydanticAIAgent:
     async def _stream(
         self, agent: Any, run_id: str, message: str, history: Sequence[Message], context: RunContext | None
     ) -> AsyncIterator[Event]:
-        from pydantic_ai import (
-            AgentRunResultEvent,
-            DeferredToolRequests,
-            FunctionToolCallEvent,
-            FunctionToolResultEvent,
-            PartDeltaEvent,
-            PartStartEvent,
-        )
-        from pydantic_ai.messages import RetryPromptPart, TextPart, TextPartDelta, ThinkingPart, ThinkingPartDelta
+        from pydantic_ai import DeferredToolRequests
 
         tools = context.tools if context is not None else ()
         toolsets = build_toolsets(tools)
@@ -115,69 +108,101 @@ class PydanticAIAgent:
             kwargs["toolsets"] = toolsets
         if any(t.client for t in tools):
             kwargs["output_type"] = [agent.output_type, DeferredToolRequests]
-        denied: set[str] = set()
-        kwargs["capabilities"] = [approvals_capability(context, denied)]
-        parts: list[str] = []
-        open_calls: dict[str, str] = {}
-        output: Any = None
+        state = _RunState()
+        kwargs["capabilities"] = [approvals_capability(context, state.denied)]
+        translate = _translator(state)
         try:
             # An empty message continues after tool results (a client answered its tools).
             async with agent.run_stream_events(message or None, **kwargs) as events:
                 async for ev in events:
-                    if isinstance(ev, PartStartEvent):
-                        part = ev.part
-                        if isinstance(part, TextPart) and part.content:
-                            parts.append(part.content)
-                            yield TextDelta(part.content)
-                        elif isinstance(part, ThinkingPart) and part.content:
-                            yield ReasoningDelta(part.content)
-                    elif isinstance(ev, PartDeltaEvent):
-                        delta = ev.delta
-                        if isinstance(delta, TextPartDelta) and delta.content_delta:
-                            parts.append(delta.content_delta)
-                            yield TextDelta(delta.content_delta)
-                        elif isinstance(delta, ThinkingPartDelta) and delta.content_delta:
-                            yield ReasoningDelta(delta.content_delta)
-                    elif isinstance(ev, FunctionToolCallEvent):
-                        call = ev.part
-                        if call.tool_call_id not in open_calls:
-                            open_calls[call.tool_call_id] = call.tool_name
-                            yield ToolStarted(call.tool_call_id, call.tool_name, _args(call))
-                    elif isinstance(ev, FunctionToolResultEvent):
-                        result = ev.part
-                        name = open_calls.pop(result.tool_call_id, None)
-                        if name is None:
-                            continue
-                        if isinstance(result, RetryPromptPart) or result.tool_call_id in denied:
-                            yield ToolFinished(result.tool_call_id, name, _jsonable(result.content), True)
-                        else:
-                            yield ToolFinished(result.tool_call_id, name, _jsonable(result.content), False)
-                    elif isinstance(ev, AgentRunResultEvent):
-                        output = ev.result.output
+                    for event in translate(ev):
+                        yield event
         except Exception as exc:  # noqa: BLE001 - the run's failure, told to the door
             yield RunFailed(run_id, describe_error(exc))
             return
-        if isinstance(output, DeferredToolRequests):
-            pending = {c.tool_call_id for c in output.calls}
-            for call_id in list(open_calls):
-                if call_id not in pending:  # not waiting on the client: close it honestly
-                    yield ToolFinished(call_id, open_calls.pop(call_id), "not run", True)
-            for call in output.calls:
-                if call.tool_call_id not in open_calls:
-                    open_calls[call.tool_call_id] = call.tool_name
-                    yield ToolStarted(call.tool_call_id, call.tool_name, _args(call))
-            yield RunFinished(run_id, "".join(parts), STOP_PENDING_TOOLS)
-            return
-        for call_id, name in list(open_calls.items()):
-            yield ToolFinished(call_id, name, "no result", True)
-        if output is not None and not isinstance(output, str):
-            text = json.dumps(_jsonable(output), ensure_ascii=False)
-            parts.append(text)
-            yield TextDelta(text)
-        elif isinstance(output, str) and not parts and output:
-            parts.append(output)  # a model that did not stream its text
-            yield TextDelta(output)
-        yield RunFinished(run_id, "".join(parts))
+        for event in _ending(state, run_id):
+            yield event
+
+
+@dataclass
+class _RunState:
+    """What one run has streamed so far."""
+
+    parts: list[str] = field(default_factory=list)  # the text deltas
+    open_calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+    denied: set[str] = field(default_factory=set)  # calls the door did not approve
+    output: Any = None  # the agent's final output
+
+
+def _translator(state: _RunState) -> Callable[[Any], Iterator[Event]]:
+    """A function from one pydantic-ai stream event to our events (none, one or more)."""
+    from pydantic_ai import (
+        AgentRunResultEvent,
+        FunctionToolCallEvent,
+        FunctionToolResultEvent,
+        PartDeltaEvent,
+        PartStartEvent,
+    )
+    from pydantic_ai.messages import RetryPromptPart, TextPart, TextPartDelta, ThinkingPart, ThinkingPartDelta
+
+    def translate(ev: Any) -> Iterator[Event]:
+        if isinstance(ev, PartStartEvent):
+            part = ev.part
+            if isinstance(part, TextPart) and part.content:
+                state.parts.append(part.content)
+                yield TextDelta(part.content)
+            elif isinstance(part, ThinkingPart) and part.content:
+                yield ReasoningDelta(part.content)
+        elif isinstance(ev, PartDeltaEvent):
+            delta = ev.delta
+            if isinstance(delta, TextPartDelta) and delta.content_delta:
+                state.parts.append(delta.content_delta)
+                yield TextDelta(delta.content_delta)
+            elif isinstance(delta, ThinkingPartDelta) and delta.content_delta:
+                yield ReasoningDelta(delta.content_delta)
+        elif isinstance(ev, FunctionToolCallEvent):
+            call = ev.part
+            if call.tool_call_id not in state.open_calls:
+                state.open_calls[call.tool_call_id] = call.tool_name
+                yield ToolStarted(call.tool_call_id, call.tool_name, _args(call))
+        elif isinstance(ev, FunctionToolResultEvent):
+            result = ev.part
+            name = state.open_calls.pop(result.tool_call_id, None)
+            if name is not None:
+                failed = isinstance(result, RetryPromptPart) or result.tool_call_id in state.denied
+                yield ToolFinished(result.tool_call_id, name, _jsonable(result.content), failed)
+        elif isinstance(ev, AgentRunResultEvent):
+            state.output = ev.result.output
+
+    return translate
+
+
+def _ending(state: _RunState, run_id: str) -> Iterator[Event]:
+    """The events after the model's stream: calls left open, the output, the terminal event."""
+    from pydantic_ai import DeferredToolRequests
+
+    output, parts, open_calls = state.output, state.parts, state.open_calls
+    if isinstance(output, DeferredToolRequests):
+        pending = {c.tool_call_id for c in output.calls}
+        for call_id in list(open_calls):
+            if call_id not in pending:  # not waiting on the client: close it honestly
+                yield ToolFinished(call_id, open_calls.pop(call_id), "not run", True)
+        for call in output.calls:
+            if call.tool_call_id not in open_calls:
+                open_calls[call.tool_call_id] = call.tool_name
+                yield ToolStarted(call.tool_call_id, call.tool_name, _args(call))
+        yield RunFinished(run_id, "".join(parts), STOP_PENDING_TOOLS)
+        return
+    for call_id, name in list(open_calls.items()):
+        yield ToolFinished(call_id, name, "no result", True)
+    if output is not None and not isinstance(output, str):
+        text = json.dumps(_jsonable(output), ensure_ascii=False)
+        parts.append(text)
+        yield TextDelta(text)
+    elif isinstance(output, str) and not parts and output:
+        parts.append(output)  # a model that did not stream its text
+        yield TextDelta(output)
+    yield RunFinished(run_id, "".join(parts))
 
 
 def approvals_capability(context: RunContext | None, denied: set[str]) -> Any:

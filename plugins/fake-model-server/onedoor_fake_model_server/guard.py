@@ -54,8 +54,8 @@ def loopback_only() -> Iterator[list[str]]:
             raise socket.gaierror(socket.EAI_NONAME, f"test guard: will not resolve {host!r} (loopback only)")
         return real_getaddrinfo(host, *args, **kwargs)
 
-    socket.socket.connect = connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
     socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
     try:
         yield attempts

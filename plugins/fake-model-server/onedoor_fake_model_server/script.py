@@ -77,15 +77,9 @@ def _take_json(rest: str) -> tuple[Any, str]:
     return value, stripped[end:]
 
 
-def plan_for(body: dict[str, Any], default_delay: float = 0.0) -> Plan:
-    messages = body.get("messages") or []
-    plan = Plan(delay=default_delay)
-    last = messages[-1] if messages else {}
-    if last.get("role") == "tool":
-        plan.text = words(f"The tool returned: {_content_text(last.get('content'))}")
-        return plan
-    users = [m for m in messages if m.get("role") == "user"]
-    rest = _content_text(users[-1].get("content")).strip() if users else ""
+def _read_directives(rest: str, plan: Plan) -> tuple[str, bool, int, str | None]:
+    """Consume the leading ``/directives`` of a message into ``plan``; return what is left
+    of the message, and the ``/think``, ``/long`` and ``/reply`` choices."""
     think = False
     long_count = 0
     exact: str | None = None
@@ -122,6 +116,19 @@ def plan_for(body: dict[str, Any], default_delay: float = 0.0) -> Plan:
         else:
             break
         rest = tail.strip()
+    return rest, think, long_count, exact
+
+
+def plan_for(body: dict[str, Any], default_delay: float = 0.0) -> Plan:
+    messages = body.get("messages") or []
+    plan = Plan(delay=default_delay)
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        plan.text = words(f"The tool returned: {_content_text(last.get('content'))}")
+        return plan
+    users = [m for m in messages if m.get("role") == "user"]
+    rest = _content_text(users[-1].get("content")).strip() if users else ""
+    rest, think, long_count, exact = _read_directives(rest, plan)
     if plan.error_status:
         plan.error_message = f"fake model server: scripted error {plan.error_status} ({rest or 'as asked'})"
         return plan
