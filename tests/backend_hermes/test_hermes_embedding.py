@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,16 +13,13 @@ import pytest
 from onedoor.errors import OptionsError
 from onedoor.options import parse_options, redacted
 from onedoor_backend_hermes import HermesOptions, hermes_backend
+from onedoor_test_support import free_port
 
 
 def parse(cli=None, file=None, environ=None):
     return parse_options(HermesOptions, "hermes", cli=cli, file=file, environ=environ or {})
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_model_is_required():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -13,16 +12,13 @@ from onedoor.errors import OptionsError
 from onedoor.options import parse_options, redacted
 from onedoor.serve import kernel_for
 from onedoor_backend_pydantic_ai import PydanticAIOptions, pydantic_ai_backend
+from onedoor_test_support import free_port
 
 
 def parse(cli=None, file=None, environ=None):
     return parse_options(PydanticAIOptions, "pydantic-ai", cli=cli, file=file, environ=environ or {})
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_needs_a_model_or_an_agent():
