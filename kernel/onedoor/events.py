@@ -1,4 +1,9 @@
-"""The seven core events: the vocabulary every door translates from.
+"""The core events: the vocabulary every door translates from.
+
+Seven events come from backends. Two more come from the kernel itself and only to doors
+that passed an asker to ``kernel.run`` (see :mod:`onedoor.askers`): ``QuestionAsked``
+(the run needs a person's answer) and ``QuestionAnswered`` (it got one, from a person,
+a policy, or because it expired or was cancelled). A backend never sends those two.
 
 Events are frozen, slotted dataclasses. Every event turns into a JSON object with a
 ``type`` field (``event_to_dict`` / ``event_from_dict``) and back without loss.
@@ -10,18 +15,25 @@ Stop reasons for :class:`RunFinished`:
 ``max_turns``      the backend hit its own step limit
 ``pending_tools``  the run waits for client-side (frontend) tools to return results;
                    the calls named in :class:`ToolStarted` for those tools stay open
+``suspended``      this response ends with open questions (the ``QuestionAsked`` just
+                   before); the run is parked in the kernel until ``kernel.resume``
+                   (only with a ``SuspendAsker``)
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from .questions import Answer, Question
 
 STOP_END_TURN = "end_turn"
 STOP_CANCELLED = "cancelled"
 STOP_MAX_TURNS = "max_turns"
 STOP_PENDING_TOOLS = "pending_tools"
+STOP_SUSPENDED = "suspended"
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,23 @@ class RunFailed:
     error: str
 
 
-Event = Union[RunStarted, TextDelta, ReasoningDelta, ToolStarted, ToolFinished, RunFinished, RunFailed]
+@dataclass(frozen=True)
+class QuestionAsked:
+    """The run needs an answer (from the kernel, never a backend)."""
+
+    question: "Question"
+
+
+@dataclass(frozen=True)
+class QuestionAnswered:
+    """A question of this run got its answer (from the kernel, never a backend)."""
+
+    answer: "Answer"
+
+
+Event = Union[
+    RunStarted, TextDelta, ReasoningDelta, ToolStarted, ToolFinished, RunFinished, RunFailed, QuestionAsked, QuestionAnswered
+]
 TERMINAL_EVENTS = (RunFinished, RunFailed)
 
 EVENT_TYPES: dict[str, type] = {
@@ -83,6 +111,8 @@ EVENT_TYPES: dict[str, type] = {
     "tool_finished": ToolFinished,
     "run_finished": RunFinished,
     "run_failed": RunFailed,
+    "question_asked": QuestionAsked,
+    "question_answered": QuestionAnswered,
 }
 TYPE_NAMES: dict[type, str] = {cls: name for name, cls in EVENT_TYPES.items()}
 _FIELDS: dict[type, tuple[str, ...]] = {
@@ -95,7 +125,8 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     cls = type(event)
     out: dict[str, Any] = {"type": TYPE_NAMES[cls]}
     for name in _FIELDS[cls]:
-        out[name] = getattr(event, name)
+        value = getattr(event, name)
+        out[name] = value.to_dict() if hasattr(value, "to_dict") else value
     return out
 
 
@@ -111,8 +142,16 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     extra = set(data) - set(names) - {"type"}
     if extra:
         raise ValueError(f"unexpected fields for {kind}: {sorted(extra)}")
+    values = {k: data[k] for k in names if k in data}
+    if cls is QuestionAsked or cls is QuestionAnswered:
+        from .questions import Answer, Question
+
+        if not values:
+            raise ValueError(f"bad {kind} event: missing field")
+        key, part = ("question", Question) if cls is QuestionAsked else ("answer", Answer)
+        values[key] = part.from_dict(values[key])
     try:
-        return cls(**{k: data[k] for k in names if k in data})
+        return cls(**values)
     except TypeError as exc:
         raise ValueError(f"bad {kind} event: {exc}") from None
 

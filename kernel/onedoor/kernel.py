@@ -18,7 +18,8 @@ or leaving ``async with`` gives the slot back::
 
 Where the parts live: :mod:`onedoor.feed` (the bounded hand-over between backend and
 door), :mod:`onedoor.backend_runner` (the worker thread, the task, telling a backend to
-stop), :mod:`onedoor.approval_gate` (a backend's questions to the door),
+stop), :mod:`onedoor.question_gate` (a backend's questions to the door),
+:mod:`onedoor.parking` (runs waiting for answers between two requests),
 :mod:`onedoor.observers` (the lifecycle hooks) and :mod:`onedoor.contract`.
 """
 
@@ -33,13 +34,18 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 
-from .approval_gate import ApprovalGate, Approver
+from .askers import SILENT_DENY, Asker, from_approver
 from .backend_runner import BackendRunner, StopRun
 from .contract import Contract
 from .errors import ContractViolation, RunRefused
-from .events import STOP_CANCELLED, Event, RunFailed, RunFinished, RunStarted, ToolFinished
+from .events import STOP_CANCELLED, STOP_SUSPENDED, Event, RunFailed, RunFinished, RunStarted, ToolFinished
 from .observers import notify
+from .parking import ParkingLot
 from .port import CancelToken, Message, RunContext, ToolSpec, normalize_history
+from .question_gate import Injected, QuestionGate
+from .questions import Answer, Question, QuestionError
+
+Approver = Callable[[str, str, Any], Any]  # before questions: async (call_id, name, arguments) -> bool
 
 log = logging.getLogger("onedoor.kernel")
 
@@ -56,6 +62,8 @@ class Limits:
     cancel_grace: float = 5.0  # seconds a cancelled backend gets to stop before the door gets its ending anyway
     queue_size: int = 1024  # events buffered between backend and door (backpressure)
     retry_after: float = 1.0  # advice given with a "busy" refusal
+    max_parked_runs: int = 256  # runs waiting for answers between requests (they hold their slots too)
+    question_ttl: float = 600.0  # seconds a parked run waits for its answers before it ends cancelled
 
 
 @dataclass
@@ -90,11 +98,52 @@ class Kernel:
         self._slot_lock = threading.Lock()  # a stuck worker frees its slot from its own thread
         self._threads: set[threading.Thread] = set()
         self._runs: "weakref.WeakSet[RunStream]" = weakref.WeakSet()
+        self._lot = ParkingLot()
 
     @property
     def active_runs(self) -> int:
         """Runs holding a slot: started and not yet ended, or ended with a backend still running."""
         return self._active
+
+    @property
+    def parked_runs(self) -> int:
+        """Runs waiting for answers between two requests (see :mod:`onedoor.askers`)."""
+        return len(self._lot)
+
+    def open_questions(self, run_id: str, *, principal: str = "local") -> list[Question]:
+        """The questions a parked run of ``principal`` waits for (empty for any other run)."""
+        stream = self._lot.parked.get(run_id)
+        if stream is None or stream.principal != principal:
+            return []
+        return stream._gate.open_questions()
+
+    def resume(self, answers: Iterable[Answer | dict], *, principal: str = "local", door: str = "") -> "RunStream":
+        """Answer a parked run's questions and get a new stream that continues it.
+
+        Raises :class:`onedoor.questions.QuestionError` before anything is answered if an
+        answer is malformed, does not fit its question, or names a question that is
+        unknown (or another principal's), expired or already answered. The new stream
+        starts with ``RunStarted`` (same ``run_id``) and goes on as the first did: it may
+        itself end ``suspended`` again, for questions still open or asked later.
+        """
+        try:
+            parsed = [a if isinstance(a, Answer) else Answer.from_dict(a) for a in answers]
+        except ValueError as exc:
+            raise QuestionError("invalid", str(exc)) from None
+        if len({a.question_id for a in parsed}) != len(parsed):
+            raise QuestionError("invalid", "each question may be answered once per resume")
+        stream = self._lot.find(parsed, principal)
+        gate = stream._gate
+        pending = {q.id: q for q in gate.open_questions()}
+        from .questions import check_answer
+
+        checked = [check_answer(pending[a.question_id], Answer(a.question_id, a.outcome, a.value, principal, "person"))
+                   for a in parsed]
+        successor = stream._successor(door)
+        self._lot.unpark(stream)
+        for answer in checked:
+            gate.answer(answer)
+        return successor
 
     def cancel_all(self, grace: float | None = None) -> int:
         """Cancel every run in flight; returns how many were told.
@@ -116,6 +165,7 @@ class Kernel:
         for run in runs:
             run.cancel(grace=grace / 2)
         waits = [asyncio.ensure_future(r._ended.wait()) for r in runs if r._started]
+        waits += list(self._lot.drains)
         if waits:
             _, late = await asyncio.wait(waits, timeout=grace)
             for wait in late:
@@ -136,15 +186,19 @@ class Kernel:
         run_id: str | None = None,
         extras: dict[str, Any] | None = None,
         approver: Approver | None = None,
+        asker: Asker | None = None,
+        principal: str = "local",
     ) -> "RunStream":
         """Start a run; raise :class:`RunRefused` (before any event) if it cannot start.
 
         ``message`` may be empty only when the history ends with tool results: the run
-        then continues after the client answered frontend tools. ``approver`` is the
-        door's ``async (call_id, name, arguments) -> bool`` for backends that ask before
-        running a tool (see :class:`onedoor.port.RunContext`); without one, the answer
-        to every such question is no. Use the stream as ``async with`` (or iterate it
-        to its end, or ``aclose()`` it): that is what frees the run's slot.
+        then continues after the client answered frontend tools. ``asker`` says how the
+        door answers the backend's questions (:mod:`onedoor.askers`); without one, every
+        question is answered no and the stream carries no question events. ``approver``
+        (``async (call_id, name, arguments) -> bool``) is the older form of a live asker
+        for approvals only. ``principal`` is who is calling: only they can resume the
+        run. Use the stream as ``async with`` (or iterate it to its end, or ``aclose()``
+        it): that is what frees the run's slot.
         """
         past = self._check_input(message, history)
         self._take_slot()
@@ -154,8 +208,11 @@ class Kernel:
             tools=tuple(tools),
             door=door,
             extras=dict(extras or {}),
+            principal=principal,
         )
-        stream = RunStream(self, message, past, context, approver)
+        if asker is None:
+            asker = from_approver(approver) if approver is not None else SILENT_DENY
+        stream = RunStream(self, message, past, context, asker)
         self._runs.add(stream)
         return stream
 
@@ -203,6 +260,13 @@ class Kernel:
 _TERMINAL = (RunFinished, RunFailed)
 
 
+async def _drain(stream: "RunStream") -> None:
+    """Drive a run nobody reads to its end (a parked run that expired or was cancelled)."""
+    async with stream:
+        async for _ in stream:
+            pass
+
+
 class RunStream:
     """One run's event stream. Iterate it, or use it as an async context manager.
 
@@ -219,18 +283,30 @@ class RunStream:
         message: str,
         history: list[Message],
         context: RunContext,
-        approver: Approver | None = None,
+        asker: Any = SILENT_DENY,
     ) -> None:
         self.kernel = kernel
         self.message = message
         self.history = history
         self.context = context
         self.run_id = context.run_id
+        self.principal = context.principal
         self.info: RunInfo | None = None
         self.outcome: RunFinished | RunFailed | None = None
-        self._gate = ApprovalGate(approver) if approver is not None else None
-        if self._gate is not None:
-            context.approve = self._gate.ask
+        lot = kernel._lot
+        self._gate = QuestionGate(
+            asker,
+            run_id=self.run_id,
+            ttl=kernel.limits.question_ttl,
+            can_park=lambda: len(lot) < kernel.limits.max_parked_runs,
+            on_open=lambda q: lot.question_opened(self, q),
+            on_close=lambda q, a: lot.question_closed(self, q, a),
+        )
+        context.asker = self._gate.ask
+        self._contract = Contract(self._is_client_tool)
+        self._retired = False  # this stream's response ended "suspended": the run is parked
+        self._next: RunStream | None = None  # the stream that continues the run after a resume
+        self._parked_at = 0.0
         self._grace = kernel.limits.cancel_grace
         self._deadline: float | None = None  # time.monotonic() when the run timeout strikes
         self._cancel_requested = False
@@ -263,11 +339,16 @@ class RunStream:
             self._grace = min(self._grace, max(0.0, grace))
             if self._runner is not None:
                 self._runner.shorten(self._grace)
+        if self._retired:  # the run went on in another stream, or is parked
+            if self._next is not None:
+                self._next.cancel(grace)
+            else:
+                self._cancel_parked("cancelled")
+            return
         if self._cancel_requested or self.outcome is not None:
             return
         self._cancel_requested = True
-        if self._gate is not None:
-            self._gate.cancel()
+        self._gate.cancel()
         self._tell_backend()
         if self._runner is not None:
             self._runner.feed.wake()
@@ -275,35 +356,49 @@ class RunStream:
     async def aclose(self) -> None:
         """Stop the run (cancelled, if it had not ended) and free its slot."""
         started = self._started
+        if not started and self._runner is not None and not self._retired:
+            # a resumed run nobody read: its backend is running, so stop it the usual way
+            self.cancel()
+            async for _ in self._gen:
+                pass
+            return
         await self._gen.aclose()
         if not started:  # never iterated: no backend ran and no observer saw it
             self._finish(RunFinished(self.run_id, "", STOP_CANCELLED), observed=False)
 
     # -- the drive loop ----------------------------------------------------------------
-    async def _drive(self) -> AsyncGenerator[Event, None]:
+    async def _drive(self, resumed: bool = False) -> AsyncGenerator[Event, None]:
         """The stream itself: RunStarted, the backend's events as the contract allows
-        them, then exactly one terminal event."""
-        self._started = True
+        them (and the kernel's question events), then exactly one terminal event; or,
+        with a SuspendAsker, ``RunFinished(stop_reason="suspended")`` after a question,
+        leaving the run parked (``resumed``: a later stream of a parked run)."""
+        self._begin(resumed)
         run_id = self.run_id
-        contract = Contract(self._is_client_tool)
-        self.info = RunInfo(
-            run_id, self.kernel.backend.name, self.context.door, self.message, len(self.history), time.time()
-        )
-        notify(self.kernel.hooks, "onedoor_run_started", run=self.info)
+        contract = self._contract
         outcome: RunFinished | RunFailed | None = None
+        parked = False
         try:
             yield RunStarted(run_id)
             terminal: Any = None
             try:
-                if not self._cancel_requested:
+                if not resumed and not self._cancel_requested:
                     self._start_backend()
                 pass_text = contract.pass_text  # the fast path: most events are text in mid-run
                 while terminal is None and not self._cancel_requested:
-                    for event in await self._next_batch():
+                    batch = await self._next_batch()
+                    for index, event in enumerate(batch):
                         if self._cancel_requested:
                             break
                         if pass_text(event):
                             yield event
+                            continue
+                        if type(event) is Injected:  # the kernel's own question events
+                            if event.suspend:
+                                parked = self._park(batch[index + 1:])
+                                yield event.event
+                                yield RunFinished(run_id, contract.text, STOP_SUSPENDED)
+                                return
+                            yield event.event
                             continue
                         contract.check(event)
                         if type(event) in _TERMINAL:
@@ -321,17 +416,30 @@ class RunStream:
             yield outcome
             await self._stop_backend(tell=False)
         except BaseException:
-            # The consumer went away (aclose / task cancelled): stop the backend, no more events.
-            cut_short = self.outcome is None
-            if cut_short:
-                outcome = self.outcome = RunFinished(run_id, contract.text, STOP_CANCELLED)
-                self._cancel_requested = True
-                if self._gate is not None:
-                    self._gate.cancel()
-            await self._stop_backend(tell=cut_short)
+            if not parked:  # else the consumer left after the suspended ending: the run stays parked
+                outcome = await self._consumer_left()
             raise
         finally:
-            self._finish(outcome or RunFinished(run_id, contract.text, STOP_CANCELLED))
+            if not parked:
+                self._finish(outcome or RunFinished(run_id, contract.text, STOP_CANCELLED))
+
+    def _begin(self, resumed: bool) -> None:
+        self._started = True
+        if not resumed:
+            self.info = RunInfo(
+                self.run_id, self.kernel.backend.name, self.context.door, self.message, len(self.history), time.time()
+            )
+            notify(self.kernel.hooks, "onedoor_run_started", run=self.info)
+
+    async def _consumer_left(self) -> RunFinished | RunFailed | None:
+        """The consumer went away (aclose / task cancelled): stop the backend, no more events."""
+        cut_short = self.outcome is None
+        if cut_short:
+            self.outcome = RunFinished(self.run_id, self._contract.text, STOP_CANCELLED)
+            self._cancel_requested = True
+            self._gate.cancel()
+        await self._stop_backend(tell=cut_short)
+        return self.outcome
 
     async def _next_batch(self) -> list[Any]:
         """The backend's next events; empty once the run is cancelled.
@@ -342,6 +450,8 @@ class RunStream:
         assert self._runner is not None
         feed = self._runner.feed
         while True:
+            if self._gate.failure is not None:
+                raise StopRun(self._gate.failure)
             batch = feed.take()
             if batch is not None:
                 return batch
@@ -367,12 +477,10 @@ class RunStream:
                 raise StopRun(self._timeout_message("run"))
             timeout = min(timeout, left) if timeout else left
         gate = self._gate
-        if gate is not None:
-            gate.door_waiting(True)
+        gate.door_waiting(True)
         got = await self._runner.feed.wait(timeout)
-        if gate is not None:
-            gate.door_waiting(False)
-        if got or (gate is not None and gate.holds_idle_timeout(lim.idle_timeout)):
+        gate.door_waiting(False)
+        if got or gate.holds_idle_timeout(lim.idle_timeout):
             return  # events came, or a human is (or was just) being asked: the idle timeout waits
         if self._deadline is not None and time.monotonic() >= self._deadline:
             raise StopRun(self._timeout_message("run"))
@@ -393,8 +501,7 @@ class RunStream:
         self._runner = BackendRunner.start(
             kernel.backend, self.message, self.history, self.context, kernel.limits.queue_size, kernel._threads
         )
-        if self._gate is not None:
-            self._gate.bind(self._runner.feed)
+        self._gate.bind(self._runner.feed)
         run_timeout = kernel.limits.run_timeout
         self._deadline = time.monotonic() + run_timeout if run_timeout else None
 
@@ -409,6 +516,51 @@ class RunStream:
 
     def _is_client_tool(self, name: str) -> bool:
         return self.context.client_tool(name) is not None
+
+    # -- parking (SuspendAsker) -----------------------------------------------------------
+    def _park(self, rest: list[Any]) -> bool:
+        """This response ends with a question: park the run (the rest of the batch goes
+        back to the feed for the stream that continues it). Returns True."""
+        assert self._runner is not None
+        self._runner.feed.items.extendleft(reversed(rest))
+        self._retired = True
+        self._parked_at = time.monotonic()
+        self._ended.set()
+        expiry = [q.expires_at for q in self._gate.open_questions() if q.expires_at is not None]
+        self.kernel._lot.park(self, min(expiry) if expiry else None)
+        return True
+
+    def _successor(self, door: str = "") -> "RunStream":
+        """A new stream for the rest of this parked run (a new response, same run)."""
+        nxt = object.__new__(RunStream)
+        nxt.__dict__.update(self.__dict__)
+        nxt._retired = False
+        nxt._next = None
+        nxt._started = False
+        nxt._ended = asyncio.Event()
+        if door:
+            nxt.context.door = door
+        if self._deadline is not None:  # time spent parked does not count against the run timeout
+            nxt._deadline = self._deadline + (time.monotonic() - self._parked_at)
+        nxt._gen = nxt._drive(resumed=True)
+        self._next = nxt
+        self.kernel._runs.add(nxt)
+        return nxt
+
+    def _expire(self) -> None:
+        """The parked run's questions expired: they are answered so, and the run ends cancelled."""
+        self._cancel_parked("expired")
+
+    def _cancel_parked(self, how: str) -> None:
+        lot = self.kernel._lot
+        if lot.parked.get(self.run_id) is not self:
+            return
+        lot.unpark(self)
+        successor = self._successor()
+        successor._cancel_requested = True
+        successor._gate.cancel(how)
+        successor._tell_backend()
+        lot.drain(asyncio.ensure_future(_drain(successor)))
 
     # -- endings -----------------------------------------------------------------------
     def _failure(self, exc: Exception) -> RunFailed:

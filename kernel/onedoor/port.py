@@ -14,77 +14,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterable, Iterator, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncIterator, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from .events import Event, RunFailed, RunFinished, TextDelta
-
-Role = Literal["system", "user", "assistant", "tool"]
-ROLES = ("system", "user", "assistant", "tool")
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool call the assistant made in an earlier turn."""
-
-    id: str
-    name: str
-    arguments: Any = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
-
-
-@dataclass(frozen=True)
-class Message:
-    """One message of the history a caller passes in.
-
-    ``tool_calls`` belong to assistant messages; ``tool_call_id`` ties a ``tool``
-    message (a tool's result) to its call.
-    """
-
-    role: Role
-    content: str
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tool_calls:
-            out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
-        if self.tool_call_id is not None:
-            out["tool_call_id"] = self.tool_call_id
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "Message":
-        if isinstance(data, Message):
-            return data
-        if not isinstance(data, dict):
-            raise ValueError("a history message must be an object with role and content")
-        role = data.get("role")
-        if role not in ROLES:
-            raise ValueError(f"unknown message role {role!r}; expected one of {', '.join(ROLES)}")
-        content = data.get("content", "")
-        if content is None:
-            content = ""
-        if not isinstance(content, str):
-            raise ValueError("message content must be a string")
-        calls = []
-        for raw in data.get("tool_calls") or ():
-            if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("name"), str):
-                raise ValueError("a tool call needs a string id and name")
-            calls.append(ToolCall(raw["id"], raw["name"], raw.get("arguments")))
-        call_id = data.get("tool_call_id")
-        if call_id is not None and not isinstance(call_id, str):
-            raise ValueError("tool_call_id must be a string")
-        return cls(role, content, tuple(calls), call_id)
-
-
-def normalize_history(history: Iterable[Any] | None) -> list[Message]:
-    """Accept Message objects or plain dicts; raise ValueError on anything else."""
-    if history is None:
-        return []
-    return [Message.from_dict(m) for m in history]
+from .messages import ROLES, Message, Role, ToolCall, normalize_history  # noqa: F401 - re-exported
+from .questions import APPROVAL, Answer, Question, QuestionError, closing_answer  # noqa: F401 - re-exported
 
 
 @dataclass(frozen=True)
@@ -128,14 +62,24 @@ class CancelToken:
 class RunContext:
     """Per-run context the kernel hands to backends that accept ``context``.
 
-    Approvals: a backend that wants a human's consent before a tool runs calls
-    ``await context.request_approval(call_id, name, arguments)`` (async backends) or
-    ``context.request_approval_sync(...)`` (sync backends, from their worker thread)
-    before it runs the tool; it may already have announced the call with ToolStarted
-    (most libraries do), and doors show the call either way. The door asks its user
-    (ACP: session/request_permission). The answer is False when the door cannot ask, the user
-    rejects, or the run is cancelled meanwhile. While the question is open the idle
-    timeout is paused, and every event sent before the question reaches the door first.
+    Questions: a backend that needs a person's answer asks, one call::
+
+        answer = await context.ask(Question.approval(call_id, name, arguments))   # async backends
+        answer = context.ask_sync(Question.input("Which branch?", schema))         # sync backends (worker thread)
+        if answer.allowed: ...       # approvals: allow_once / allow_always
+        if answer.accepted: answer.value   # input: the form's values, checked against the schema
+
+    ``ask`` never raises: when nobody can answer (the door has no way to ask, the run is
+    cancelled, the question expired) the answer is no (``reject_once``, or ``decline`` /
+    ``cancel`` for input). Before a tool that needs consent, a backend may already have
+    announced the call with ToolStarted (most libraries do); doors show the call either
+    way. While a question is open the idle timeout is paused, and every event sent before
+    it reaches the door first. How the door asks (within the run, or by ending its
+    response and parking the run until a later request answers) is the door's choice:
+    :mod:`onedoor.askers`.
+
+    ``request_approval(call_id, name, arguments) -> bool`` (and ``request_approval_sync``)
+    is the same as asking an approval question and reading ``answer.allowed``.
     """
 
     run_id: str
@@ -143,35 +87,54 @@ class RunContext:
     tools: tuple[ToolSpec, ...] = ()
     door: str = ""
     extras: dict[str, Any] = field(default_factory=dict)
-    approve: Any = None  # set by the kernel: async (call_id, name, arguments) -> bool
+    approve: Any = None  # before questions: async (call_id, name, arguments) -> bool; used when ``asker`` is None
     loop: Any = None  # the event loop the run's door lives on
+    asker: Any = None  # set by the kernel: async (Question) -> Answer
+    principal: str = "local"  # who started the run (see the HTTP transport's tokens)
 
     @property
     def cancelled(self) -> bool:
         return self.cancel.cancelled
 
-    async def request_approval(self, call_id: str, name: str, arguments: Any = None) -> bool:
-        if self.approve is None or self.cancel.cancelled:
-            return False
-        return bool(await self.approve(call_id, name, arguments))
+    async def ask(self, question: Question) -> Answer:
+        """The answer to ``question`` (see the class docstring); never raises."""
+        if self.cancel.cancelled:
+            return closing_answer(question, "cancelled")
+        if self.asker is not None:
+            answer: Answer = await self.asker(question)
+            return answer
+        if self.approve is not None and question.kind == APPROVAL and question.tool is not None:
+            tool = question.tool
+            allowed = bool(await self.approve(tool.id, tool.name, tool.arguments))
+            return Answer(question.id, "allow_once" if allowed else "reject_once")
+        return closing_answer(question, "policy")
 
-    def request_approval_sync(self, call_id: str, name: str, arguments: Any = None) -> bool:
-        """From a sync backend's worker thread; blocks until answered or cancelled."""
+    def ask_sync(self, question: Question) -> Answer:
+        """From a sync backend's worker thread; blocks until answered (or the run ends)."""
         import asyncio
         import concurrent.futures
 
-        if self.approve is None or self.loop is None or self.cancel.cancelled:
-            return False
-        future = asyncio.run_coroutine_threadsafe(self.request_approval(call_id, name, arguments), self.loop)
+        if self.loop is None or self.cancel.cancelled:
+            return closing_answer(question, "cancelled" if self.cancel.cancelled else "policy")
+        future = asyncio.run_coroutine_threadsafe(self.ask(question), self.loop)
         while True:
             try:
-                return bool(future.result(timeout=0.25))
+                answer: Answer = future.result(timeout=1.0)
+                return answer
             except concurrent.futures.TimeoutError:
-                if self.cancel.cancelled or self.loop.is_closed():
+                if self.loop.is_closed():
                     future.cancel()
-                    return False
-            except Exception:  # noqa: BLE001 - the door failed to ask: the answer is no
-                return False
+                    return closing_answer(question, "cancelled")
+            except Exception:  # noqa: BLE001 - the loop went away while asking: the answer is no
+                return closing_answer(question, "cancelled")
+
+    async def request_approval(self, call_id: str, name: str, arguments: Any = None) -> bool:
+        """True if the tool call may run (a person, or a policy, allowed it)."""
+        return (await self.ask(Question.approval(call_id, name, arguments))).allowed
+
+    def request_approval_sync(self, call_id: str, name: str, arguments: Any = None) -> bool:
+        """From a sync backend's worker thread; blocks until answered or cancelled."""
+        return self.ask_sync(Question.approval(call_id, name, arguments)).allowed
 
     def client_tool(self, name: str) -> ToolSpec | None:
         for tool in self.tools:

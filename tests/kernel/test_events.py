@@ -7,6 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from onedoor.events import (
     EVENT_TYPES,
+    QuestionAnswered,
+    QuestionAsked,
     ReasoningDelta,
     RunFailed,
     RunFinished,
@@ -20,6 +22,7 @@ from onedoor.events import (
     event_to_json,
 )
 from onedoor.port import Message, collect_text
+from onedoor.questions import Answer, Question
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -34,6 +37,18 @@ events = st.one_of(
     st.builds(ToolFinished, st.text(), st.text(), json_values, st.booleans()),
     st.builds(RunFinished, st.text(), st.text(), st.sampled_from(["end_turn", "cancelled", "max_turns"])),
     st.builds(RunFailed, st.text(), st.text()),
+    st.builds(
+        QuestionAsked,
+        st.one_of(
+            st.builds(Question.approval, st.text(), st.text(), json_values),
+            st.builds(Question.input, st.text()),
+        ).map(lambda q: q.stamped("run", 12.5)),
+    ),
+    st.builds(
+        QuestionAnswered,
+        st.builds(Answer, st.text(min_size=1), st.sampled_from(["allow_once", "accept"]), json_values, st.text(),
+                  st.sampled_from(["person", "policy", "expired", "cancelled"])),
+    ),
 )
 
 
@@ -45,9 +60,10 @@ def test_every_event_survives_a_json_round_trip(event):
     assert event_from_dict(event_to_dict(event)) == event
 
 
-def test_all_seven_event_types_have_names():
+def test_all_nine_event_types_have_names():
     assert set(EVENT_TYPES) == {
         "run_started", "text_delta", "reasoning_delta", "tool_started", "tool_finished", "run_finished", "run_failed",
+        "question_asked", "question_answered",
     }
 
 
@@ -60,6 +76,9 @@ def test_all_seven_event_types_have_names():
         {"type": "text_delta"},
         {"type": "text_delta", "text": "x", "extra": 1},
         {"type": "run_finished", "run_id": "r"},
+        {"type": "question_asked"},
+        {"type": "question_asked", "question": {"kind": "poll"}},
+        {"type": "question_answered", "answer": {"question_id": 3, "outcome": "accept"}},
     ],
 )
 def test_malformed_event_dicts_are_rejected(bad):

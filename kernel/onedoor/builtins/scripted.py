@@ -12,6 +12,11 @@ the same per run, so a test can drive any door without restarting a server:
 ``/long N``          stream a reply of N deltas
 ``/call NAME JSON``  call the client (frontend) tool NAME with JSON arguments and end the
                      run with stop_reason ``pending_tools``
+``/ask NAME JSON``   announce a call of tool NAME, ask for approval, run it (result
+                     ``{"ran": NAME}``) or not (an error result), and say which
+``/question TEXT``   ask TEXT as a free-form question (the answer: ``{"answer": "…"}``), or
+                     ``/question {"prompt": …, "schema": …}`` with any form; the reply
+                     repeats the answer
 
 When the last history message is a tool result, the reply reports it.
 """
@@ -35,6 +40,7 @@ from ..events import (
     ToolStarted,
 )
 from ..port import CancelToken, Message, RunContext
+from ..questions import Answer, Question
 
 
 @dataclass
@@ -83,22 +89,38 @@ def _parse_directives(message: str, options: ScriptedOptions) -> tuple[dict[str,
         elif word == "/long":
             count, _, tail = tail.partition(" ")
             flags["deltas"] = int(count) if count.isdigit() else 200
-        elif word == "/call":
+        elif word in ("/call", "/ask"):
             name, _, tail = tail.partition(" ")
             raw, tail = tail, ""
             try:
                 args = json.loads(raw) if raw.strip() else {}
             except json.JSONDecodeError:
                 args = {"input": raw}
-            flags["call"] = (name, args)
+            flags[word[1:]] = (name, args)
+        elif word == "/question":
+            flags["question"], tail = _question(tail), ""
         else:
             break
         rest = tail.strip()
     return flags, rest
 
 
-def plan(message: str, history: Sequence[Message], context: RunContext | None, options: ScriptedOptions) -> Iterator[Step]:
-    """The steps of one run; shared by the sync and async agents."""
+def _question(text: str) -> Question:
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            spec = json.loads(text)
+            return Question.input(str(spec.get("prompt", "")), spec.get("schema"))
+        except (json.JSONDecodeError, AttributeError, ValueError):
+            pass
+    return Question.input(text or "What should I do?")
+
+
+def plan(
+    message: str, history: Sequence[Message], context: RunContext | None, options: ScriptedOptions
+) -> Generator[Step, Answer | None, None]:
+    """The steps of one run; shared by the sync and async agents. A Question step is
+    sent back its Answer."""
     run_id = context.run_id if context else "scripted"
     flags, text = _parse_directives(message, options)
     pause = float(flags["delay"])
@@ -115,6 +137,9 @@ def plan(message: str, history: Sequence[Message], context: RunContext | None, o
             return
         text = f"No client tool named {name!r} was offered."
         flags["deltas"] = 0
+    if "ask" in flags or "question" in flags:
+        yield from _stream_reply(run_id, (yield from _ask(run_id, flags)), flags, pause)
+        return
     turn = 1 + sum(1 for m in history if m.role == "user")
     if options.reasoning:
         for piece in _words(f"The user wrote {len(text.split())} words; this is turn {turn}."):
@@ -125,6 +150,28 @@ def plan(message: str, history: Sequence[Message], context: RunContext | None, o
         yield "hang"
     reply = yield from _reply(run_id, text, history, turn, options, pause)
     yield from _stream_reply(run_id, reply, flags, pause)
+
+
+def _ask(run_id: str, flags: dict[str, Any]) -> Generator[Step, Answer | None, str]:
+    """The reply after asking what the directives say (a question step gets its answer sent back)."""
+    if "ask" in flags:
+        return (yield from _ask_approval(run_id, *flags["ask"]))
+    answer = yield flags["question"]
+    if answer is not None and answer.accepted:
+        return f"You answered {json.dumps(answer.value, sort_keys=True)}"
+    return f"No answer ({answer.outcome if answer is not None else 'nobody asked'})"
+
+
+def _ask_approval(run_id: str, name: str, args: Any) -> Generator[Step, Answer | None, str]:
+    call_id = f"call_{run_id[:8]}_{name}"
+    yield ToolStarted(call_id, name, args)
+    answer = yield Question.approval(call_id, name, args)
+    if answer is not None and answer.allowed:
+        yield ToolFinished(call_id, name, {"ran": name})
+        return f"Approved ({answer.outcome}): ran {name}"
+    outcome = answer.outcome if answer is not None else "no answer"
+    yield ToolFinished(call_id, name, f"not run: {outcome}", is_error=True)
+    return f"Not approved ({outcome}): did not run {name}"
 
 
 def _reply(
@@ -178,8 +225,17 @@ class ScriptedAgent:
 
     def run(self, message: str, *, history: Sequence[Message] | None = None, context: RunContext | None = None) -> Iterator[Event]:
         token = context.cancel if context is not None else self.token
-        for step in plan(message, history or (), context, self.options):
-            if isinstance(step, float):
+        steps = plan(message, history or (), context, self.options)
+        answer: Answer | None = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration:
+                return
+            answer = None
+            if isinstance(step, Question):
+                answer = context.ask_sync(step) if context is not None else None
+            elif isinstance(step, float):
                 if token.wait(step):
                     return
             elif step == "hang":
@@ -202,8 +258,17 @@ class AsyncScriptedAgent:
     async def run(
         self, message: str, *, history: Sequence[Message] | None = None, context: RunContext | None = None
     ) -> AsyncIterator[Event]:
-        for step in plan(message, history or (), context, self.options):
-            if isinstance(step, float):
+        steps = plan(message, history or (), context, self.options)
+        answer: Answer | None = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration:
+                return
+            answer = None
+            if isinstance(step, Question):
+                answer = await context.ask(step) if context is not None else None
+            elif isinstance(step, float):
                 await asyncio.sleep(step)
             elif step == "hang":
                 await asyncio.Event().wait()
