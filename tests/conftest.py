@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -17,6 +18,13 @@ import pytest
 
 # onedoor_test_support (shared helpers) lives beside this file.
 sys.path.insert(0, str(Path(__file__).parent))
+
+# A runner started in the background (nohup, `cmd &` in a script) ignores SIGINT, and an
+# ignored signal is inherited across exec: the servers these tests start would then ignore
+# the Ctrl-C the tests send them. A handler (unlike SIG_IGN) resets to the default in a
+# child, so every child starts as it would from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TOOL_SKIP = re.compile(r"chromium|\bnode\b|node_modules|npm|strace|openssl", re.IGNORECASE)
 _tool_skips: list[str] = []
