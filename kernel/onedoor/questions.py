@@ -27,8 +27,8 @@ from typing import Any, Literal
 from .errors import OnedoorError
 from .messages import ToolCall
 
-APPROVAL = "approval"
-INPUT = "input"
+APPROVAL: Literal["approval"] = "approval"
+INPUT: Literal["input"] = "input"
 APPROVAL_OUTCOMES = ("allow_once", "allow_always", "reject_once", "reject_always")
 INPUT_OUTCOMES = ("accept", "decline", "cancel")
 HOW = ("person", "policy", "expired", "cancelled")

@@ -1,0 +1,187 @@
+"""The embedded thread store: one SQLite file, no server to start.
+
+Every call runs on one worker thread that owns the connection (SQLite connections are
+not shared across threads), so the event loop never blocks on the disk. The file uses
+WAL (readers do not wait for the writer; a killed process keeps every committed turn)
+and ``secure_delete`` (a deleted thread's text is overwritten in the file, not just
+unlinked). Changes are compare-and-set on the thread's version inside one
+``BEGIN IMMEDIATE`` transaction, so two processes sharing the file serialise too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
+
+from .messages import Message
+from .threads import Thread, ThreadError, ThreadSummary, title_from
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS threads (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    title TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    chars INTEGER NOT NULL,
+    message_count INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS threads_by_owner ON threads (owner, updated_at DESC, id DESC);
+CREATE TABLE IF NOT EXISTS messages (
+    thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+);
+"""
+
+
+class SQLiteThreadStore:
+    """``SQLiteThreadStore(path, max_thread_chars=...)``; ``:memory:`` for a throwaway one."""
+
+    def __init__(self, path: str | os.PathLike[str], *, max_thread_chars: int = 2_000_000) -> None:
+        self.path = str(path)
+        self.max_thread_chars = max_thread_chars
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="onedoor-sqlite")
+        self._db: sqlite3.Connection | None = None
+
+    # -- plumbing ----------------------------------------------------------------------
+    async def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._with_db, work)
+
+    def _with_db(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if self._db is None:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.execute("PRAGMA secure_delete=ON")
+            db.executescript(_SCHEMA)
+            self._db = db
+        return work(self._db)
+
+    async def close(self) -> None:
+        def shut(db: sqlite3.Connection) -> None:
+            db.close()
+            self._db = None
+
+        if self._db is not None:
+            await self._call(shut)
+        self._pool.shutdown(wait=False)
+
+    # -- the store ---------------------------------------------------------------------
+    async def create(self, owner: str, *, title: str = "", settings: dict[str, Any] | None = None) -> Thread:
+        now = time.time()
+        thread = Thread("t-" + os.urandom(12).hex(), owner, title, dict(settings or {}), (), 0, now, now)
+
+        def insert(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO threads VALUES (?, ?, ?, ?, 0, 0, 0, ?, ?)",
+                (thread.id, owner, title, json.dumps(thread.settings), now, now),
+            )
+
+        await self._call(insert)
+        return thread
+
+    async def get(self, owner: str, thread_id: str) -> Thread | None:
+        return await self._call(lambda db: _read(db, owner, thread_id))
+
+    async def list(self, owner: str, *, limit: int = 50, before: str | None = None) -> list[ThreadSummary]:
+        def select(db: sqlite3.Connection) -> list[ThreadSummary]:
+            sql = "SELECT id, title, message_count, created_at, updated_at FROM threads WHERE owner = ?"
+            args: list[Any] = [owner]
+            if before is not None:
+                mark = db.execute("SELECT updated_at, id FROM threads WHERE owner = ? AND id = ?", (owner, before)).fetchone()
+                if mark is None:
+                    return []
+                sql += " AND (updated_at < ? OR (updated_at = ? AND id < ?))"
+                args += [mark[0], mark[0], mark[1]]
+            sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+            args.append(max(1, min(limit, 500)))
+            return [ThreadSummary(*row) for row in db.execute(sql, args)]
+
+        return await self._call(select)
+
+    async def append(
+        self, owner: str, thread_id: str, messages: Sequence[Message], *, expected_version: int
+    ) -> Thread:
+        bodies = [json.dumps(m.to_dict(), ensure_ascii=False) for m in messages]
+        added = sum(len(m.content) for m in messages)
+
+        def write(db: sqlite3.Connection) -> Thread:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute(
+                    "SELECT version, chars, message_count, title FROM threads WHERE id = ? AND owner = ?",
+                    (thread_id, owner),
+                ).fetchone()
+                _check_append(thread_id, row, expected_version, added, self.max_thread_chars)
+                version, chars, count, title = row
+                db.executemany(
+                    "INSERT INTO messages VALUES (?, ?, ?)",
+                    [(thread_id, count + i, body) for i, body in enumerate(bodies)],
+                )
+                db.execute(
+                    "UPDATE threads SET version = ?, chars = ?, message_count = ?, title = ?, updated_at = ? WHERE id = ?",
+                    (version + 1, chars + added, count + len(bodies), title or title_from(messages), time.time(), thread_id),
+                )
+                thread = _read(db, owner, thread_id)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            assert thread is not None
+            return thread
+
+        return await self._call(write)
+
+    async def delete(self, owner: str, thread_id: str) -> bool:
+        def remove(db: sqlite3.Connection) -> bool:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                gone = db.execute("DELETE FROM threads WHERE id = ? AND owner = ?", (thread_id, owner)).rowcount
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return gone > 0
+
+        return await self._call(remove)
+
+
+def _check_append(thread_id: str, row: Any, expected_version: int, added: int, limit: int) -> None:
+    if row is None:
+        raise ThreadError("not_found", f"no thread {thread_id!r}")
+    version, chars = row[0], row[1]
+    if version != expected_version:
+        raise ThreadError("conflict", f"thread {thread_id!r} changed (version {version}, expected {expected_version})")
+    if chars + added > limit:
+        raise ThreadError("too_large", f"thread {thread_id!r} would hold {chars + added} characters; the limit is {limit}")
+
+
+def _read(db: sqlite3.Connection, owner: str, thread_id: str) -> Thread | None:
+    row = db.execute(
+        "SELECT id, owner, title, settings, version, created_at, updated_at FROM threads WHERE id = ? AND owner = ?",
+        (thread_id, owner),
+    ).fetchone()
+    if row is None:
+        return None
+    bodies = db.execute("SELECT body FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,)).fetchall()
+    messages = tuple(Message.from_dict(json.loads(body)) for (body,) in bodies)
+    return Thread(row[0], row[1], row[2], json.loads(row[3]), messages, row[4], row[5], row[6])
+
+
+__all__ = ["SQLiteThreadStore"]
