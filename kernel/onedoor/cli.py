@@ -22,7 +22,11 @@ from typing import Sequence
 from .errors import OnedoorError
 
 # `onedoor run`'s options, as the typer command declares them (tests check both agree).
-RUN_VALUE_OPTIONS = {"-b": "backend", "--backend": "backend", "-o": "option", "--option": "option", "--config": "config"}
+RUN_VALUE_OPTIONS = {
+    "-b": "backend", "--backend": "backend", "-o": "option", "--option": "option", "--config": "config",
+    "--ask-fallback": "ask_fallback",
+}
+ASK_FALLBACKS = ("deny", "allow", "fail")
 RUN_FLAGS = {"--json": "json_lines", "--reasoning": "reasoning"}
 
 
@@ -36,6 +40,7 @@ class RunRequest:
     reasoning: bool = False
     options: tuple[str, ...] = ()
     config: Path | None = None
+    ask_fallback: str | None = None  # None: the terminal door's option (onedoor.toml, environment), else deny
 
 
 def parse_run_args(args: Sequence[str]) -> RunRequest | None:
@@ -87,6 +92,7 @@ def parse_run_args(args: Sequence[str]) -> RunRequest | None:
         reasoning=bool(found.get("reasoning")),
         options=tuple(options),
         config=Path(config) if isinstance(config, str) else None,
+        ask_fallback=found.get("ask_fallback"),  # type: ignore[arg-type]
     )
 
 
@@ -101,6 +107,24 @@ def read_stdin_message() -> str:
         raise OnedoorError(f"cannot read the message from standard input: {exc}") from None
 
 
+def terminal_options(request: RunRequest, pairs: list[str]) -> object:
+    """The terminal door's options for `onedoor run`: ``-o terminal.NAME=…`` pairs, then
+    $ONEDOOR_TERMINAL_*, then ``[options.terminal]`` of onedoor.toml; ``--ask-fallback`` wins."""
+    from .builtins.terminal_door import TerminalOptions
+    from .errors import OptionsError
+    from .options import load_config_file, parse_options, split_cli_options
+
+    if request.ask_fallback is not None and request.ask_fallback not in ASK_FALLBACKS:
+        raise OptionsError(f"--ask-fallback must be one of {', '.join(ASK_FALLBACKS)}; got {request.ask_fallback!r}")
+    table = load_config_file(request.config).get("options", {}).get("terminal", {})
+    if not isinstance(table, dict):
+        raise OptionsError("onedoor.toml: [options.terminal] must be a table")
+    cli = split_cli_options(pairs).get("terminal", {})
+    if request.ask_fallback is not None:
+        cli["ask_fallback"] = request.ask_fallback
+    return parse_options(TerminalOptions, "terminal", cli=cli, file=table)
+
+
 def run_command(request: RunRequest) -> int:
     """`onedoor run`: one message, the reply streamed as it is written; the exit code."""
     import asyncio
@@ -108,9 +132,17 @@ def run_command(request: RunRequest) -> int:
     from .builtins.run_once import run_once
     from .serve import kernel_for
 
+    pairs = list(request.options)
+    mine = [p for p in pairs if p.partition("=")[0].strip().startswith("terminal.")]
+    terminal = terminal_options(request, mine)
     message = read_stdin_message() if request.message == "-" else request.message
-    kernel = kernel_for(request.backend, list(request.options), request.config)
-    return asyncio.run(run_once(kernel, message, json_lines=request.json_lines, show_reasoning=request.reasoning))
+    kernel = kernel_for(request.backend, [p for p in pairs if p not in mine], request.config)
+    return asyncio.run(run_once(
+        kernel, message, json_lines=request.json_lines,
+        show_reasoning=request.reasoning or terminal.show_reasoning,  # type: ignore[attr-defined]
+        show_tools=terminal.show_tools,  # type: ignore[attr-defined]
+        ask_fallback=terminal.ask_fallback,  # type: ignore[attr-defined]
+    ))
 
 
 def run_cli(args: Sequence[str]) -> int:

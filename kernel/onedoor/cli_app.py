@@ -34,6 +34,11 @@ OptionPairs = typer.Option(
 )
 ConfigPath = typer.Option(None, "--config", help="config file (default: ./onedoor.toml if present)")
 BackendName = typer.Option(None, "--backend", "-b", help="backend plugin (default: scripted)")
+AskFallback = typer.Option(
+    None, "--ask-fallback",
+    help="when stdin is not a terminal, the agent's questions are answered: deny (default), allow "
+         "(tools allowed once) or fail (the run fails); the terminal door's option ask_fallback",
+)
 
 
 def _version(value: bool) -> None:
@@ -61,9 +66,11 @@ def run(
     reasoning: bool = typer.Option(False, "--reasoning", help="show the agent's reasoning on stderr"),
     option: List[str] | None = OptionPairs,
     config: Path | None = ConfigPath,
+    ask_fallback: str | None = AskFallback,
 ) -> None:
-    """Send one message and stream the reply as it is written."""
-    request = RunRequest(message, backend, json_lines, reasoning, tuple(option or ()), config)
+    """Send one message and stream the reply as it is written. On a terminal, the agent's
+    questions (tool approvals, free-form questions) are asked there."""
+    request = RunRequest(message, backend, json_lines, reasoning, tuple(option or ()), config, ask_fallback)
     raise typer.Exit(run_command(request))
 
 
@@ -72,13 +79,18 @@ def chat(
     backend: str | None = BackendName,
     option: List[str] | None = OptionPairs,
     config: Path | None = ConfigPath,
+    ask_fallback: str | None = AskFallback,
 ) -> None:
     """Talk to the agent in this terminal, keeping the conversation
-    (the same as `onedoor serve --door terminal --transport stdio`)."""
+    (the same as `onedoor serve --door terminal --transport stdio`). The agent's questions
+    are asked in the conversation."""
     from .serve import Settings
     from .serve import serve as do_serve
 
-    settings = Settings(doors=["terminal"], transport="stdio", backend=backend, options=option or [], config=config)
+    pairs = list(option or [])
+    if ask_fallback is not None:
+        pairs.append(f"terminal.ask_fallback={ask_fallback}")
+    settings = Settings(doors=["terminal"], transport="stdio", backend=backend, options=pairs, config=config)
     raise typer.Exit(do_serve(settings))
 
 

@@ -81,7 +81,7 @@ def shape_problem(message: Any, *, null_id: bool = False, array_params: bool = F
         return None
     if "id" not in message or ("result" in message) == ("error" in message):
         return 'a message needs a "method", or an "id" with exactly one of "result" and "error"'
-    return None
+    return None  # a response's "error" is checked by the door that waits for it (it must fail that request)
 
 
 @dataclass(frozen=True)

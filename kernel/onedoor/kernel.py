@@ -117,6 +117,16 @@ class Kernel:
             return []
         return stream._gate.open_questions()
 
+    def question_status(self, question_id: str, *, principal: str = "local") -> str:
+        """Where a parked run's question stands for ``principal``: ``open``, ``expired``,
+        ``answered`` or ``unknown`` (another principal's question is ``unknown``)."""
+        return self._lot.status(question_id, principal)
+
+    def check_question(self, question_id: str, *, principal: str = "local") -> None:
+        """Raise the QuestionError a resume answering ``question_id`` would meet (unknown,
+        expired, answered: naming the answer); return None while it is open and parked."""
+        self._lot.find([Answer(question_id, "")], principal)
+
     def resume(self, answers: Iterable[Answer | dict], *, principal: str = "local", door: str = "") -> "RunStream":
         """Answer a parked run's questions and get a new stream that continues it.
 
@@ -260,6 +270,12 @@ class Kernel:
 _TERMINAL = (RunFinished, RunFailed)
 
 
+def _fail_if_asked(injected: Injected) -> None:
+    """A question answered under the "fail" policy ends the run once the door has its events."""
+    if injected.fail:
+        raise StopRun(injected.fail)
+
+
 async def _drain(stream: "RunStream") -> None:
     """Drive a run nobody reads to its end (a parked run that expired or was cancelled)."""
     async with stream:
@@ -399,6 +415,7 @@ class RunStream:
                                 yield RunFinished(run_id, contract.text, STOP_SUSPENDED)
                                 return
                             yield event.event
+                            _fail_if_asked(event)
                             continue
                         contract.check(event)
                         if type(event) in _TERMINAL:
@@ -450,11 +467,11 @@ class RunStream:
         assert self._runner is not None
         feed = self._runner.feed
         while True:
-            if self._gate.failure is not None:
-                raise StopRun(self._gate.failure)
             batch = feed.take()
             if batch is not None:
                 return batch
+            if self._gate.failure is not None and not self._gate.emits:
+                raise StopRun(self._gate.failure)
             if self._cancel_requested:
                 return []
             if feed.done:

@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Iterable
 
-from .questions import Answer, Question, QuestionError
+from .questions import Answer, Question, QuestionError, clip
 
 if TYPE_CHECKING:
     from .kernel import RunStream
@@ -39,7 +39,10 @@ class ParkingLot:
         self.questions[question.id] = stream
 
     def question_closed(self, stream: "RunStream", question: Question, answer: Answer) -> None:
+        """Record a question's end (called again when its backend wakes: the first record stays)."""
         self.questions.pop(question.id, None)
+        if question.id in self.closed:
+            return
         why = "expired" if answer.how == "expired" else f"answered: {answer.outcome}"
         self.closed[question.id] = (stream.principal, why)
         while len(self.closed) > _CLOSED_MEMORY:
@@ -59,6 +62,16 @@ class ParkingLot:
         if timer is not None:
             timer.cancel()
 
+    def status(self, question_id: str, principal: str) -> str:
+        """``open``, ``expired``, ``answered`` or ``unknown`` (also another principal's)."""
+        owner = self.questions.get(question_id)
+        if owner is not None:
+            return "open" if owner.principal == principal else "unknown"
+        closed = self.closed.get(question_id)
+        if closed is None or closed[0] != principal:
+            return "unknown"
+        return "expired" if closed[1] == "expired" else "answered"
+
     def find(self, answers: Iterable[Answer], principal: str) -> "RunStream":
         """The parked run these answers belong to; QuestionError if there is none."""
         stream: "RunStream | None" = None
@@ -68,8 +81,8 @@ class ParkingLot:
                 closed = self.closed.get(answer.question_id)
                 if closed is not None and closed[0] == principal:
                     reason = "expired" if closed[1] == "expired" else "answered"
-                    raise QuestionError(reason, f"question {answer.question_id!r} is closed ({closed[1]})")
-                raise QuestionError("unknown", f"no open question {answer.question_id!r}")
+                    raise QuestionError(reason, f"question {clip(answer.question_id)} is closed ({closed[1]})")
+                raise QuestionError("unknown", f"no open question {clip(answer.question_id)}")
             if stream is not None and owner is not stream:
                 raise QuestionError("invalid", "the answers belong to different runs; resume one run at a time")
             stream = owner

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from .askers import LiveAsker, PolicyAsker, SuspendAsker, coerce_answer
 from .events import QuestionAnswered, QuestionAsked
 from .feed import Feed
-from .questions import APPROVAL, Answer, Question, QuestionError, check_answer, closing_answer, policy_answer
+from .questions import APPROVAL, Answer, Question, QuestionError, check_answer, clip, closing_answer, policy_answer
 
 log = logging.getLogger("onedoor.kernel")
 
@@ -27,11 +27,12 @@ log = logging.getLogger("onedoor.kernel")
 class Injected:
     """An event the kernel puts into a run's feed (it skips the backend's contract)."""
 
-    __slots__ = ("event", "suspend")
+    __slots__ = ("event", "suspend", "fail")
 
-    def __init__(self, event: Any, suspend: bool = False) -> None:
+    def __init__(self, event: Any, suspend: bool = False, fail: str | None = None) -> None:
         self.event = event
         self.suspend = suspend  # the response ends after this event (a parked run's question)
+        self.fail = fail  # the run fails after this event (a question under the "fail" policy)
 
 
 class QuestionGate:
@@ -117,12 +118,15 @@ class QuestionGate:
         door_idle, cancel = self._events()
         self.open += 1
         try:
-            await self._door_caught_up(door_idle)
+            if isinstance(self.asker, LiveAsker):
+                # a live asker asks out of band: the door must have read what came before.
+                # Parked and policy questions travel in the feed, in order, so need no wait.
+                await self._door_caught_up(door_idle)
             if self.cancelled:
                 return closing_answer(question, self.cancel_how)
             answer = await self._answer(question, cancel)
             if self.emits:
-                self._inject(QuestionAnswered(answer))
+                self._inject(QuestionAnswered(answer), fail=self.failure)
             self._remember(question, answer)
             return answer
         finally:
@@ -145,8 +149,8 @@ class QuestionGate:
     def _by_policy(self, question: Question, policy: str) -> Answer:
         if policy == "fail":
             self.failure = f"the run asked a question nobody can answer here ({question.prompt})"
-            if self.feed is not None:
-                self.feed.wake()
+            if self.feed is not None and not self.emits:
+                self.feed.wake()  # no events to carry it: the stream fails at its next wait
             return closing_answer(question, "policy")
         return policy_answer(question, policy)
 
@@ -160,7 +164,7 @@ class QuestionGate:
         finally:  # answered, or the backend's task was cancelled while it waited
             self.pending.pop(question.id, None)
             done = future.done() and not future.cancelled()
-            self.on_close(question, future.result() if done else closing_answer(question, self.cancel_how))
+            self.on_close(question, future.result() if done else closing_answer(question, self.cancel_how))  # idempotent
         return answer
 
     async def _ask_live(self, asker: LiveAsker, question: Question, cancel: asyncio.Event) -> Answer:
@@ -168,6 +172,9 @@ class QuestionGate:
         stop = asyncio.ensure_future(cancel.wait())
         try:
             await asyncio.wait({ask, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the backend's task was cancelled while the door asked
+            ask.cancel()
+            raise
         finally:
             stop.cancel()
         if not ask.done():
@@ -184,19 +191,21 @@ class QuestionGate:
         """Give a parked question its answer; QuestionError if it does not fit."""
         entry = self.pending.get(answer.question_id)
         if entry is None or entry[1].done():
-            raise QuestionError("unknown", f"no open question {answer.question_id!r}")
+            raise QuestionError("unknown", f"no open question {clip(answer.question_id)}")
         question, future = entry
-        future.set_result(check_answer(question, answer))
+        checked = check_answer(question, answer)
+        future.set_result(checked)
+        self.on_close(question, checked)  # closed now, not when the backend wakes: a second resume sees "answered"
 
     def open_questions(self) -> list[Question]:
         return [q for q, f in self.pending.values() if not f.done()]
 
     # -- helpers -----------------------------------------------------------------------
-    def _inject(self, event: Any, suspend: bool = False) -> None:
+    def _inject(self, event: Any, suspend: bool = False, fail: str | None = None) -> None:
         feed = self.feed
         if feed is None:
             return
-        feed.items.append(Injected(event, suspend))
+        feed.items.append(Injected(event, suspend, fail))
         feed.wake()
 
     async def _door_caught_up(self, door_idle: asyncio.Event) -> None:

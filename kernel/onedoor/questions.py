@@ -186,7 +186,7 @@ def check_answer(question: Question, answer: Answer) -> Answer:
     if answer.question_id != question.id:
         raise QuestionError("invalid", "the answer names another question")
     if answer.outcome not in question.choices:
-        raise QuestionError("invalid", f"outcome must be one of {', '.join(question.choices)}; got {answer.outcome!r}")
+        raise QuestionError("invalid", f"outcome must be one of {', '.join(question.choices)}; got {clip(answer.outcome)}")
     if question.kind == INPUT and answer.outcome == "accept":
         problem = form_problem(question.schema or {}, answer.value)
         if problem:
@@ -229,10 +229,10 @@ def form_problem(schema: dict[str, Any], value: Any) -> str:
     for name, item in value.items():
         prop = props.get(name)
         if prop is None:
-            return f"{name!r} is not a field of the form"
+            return f"{clip(name)} is not a field of the form"
         problem = _field_problem(prop, item)
         if problem:
-            return f"{name!r} {problem}"
+            return f"{clip(name)} {problem}"
     return ""
 
 
@@ -253,6 +253,12 @@ def _field_problem(prop: dict[str, Any], item: Any) -> str:
     if item < prop.get("minimum", -math.inf) or item > prop.get("maximum", math.inf):
         return "is out of range"
     return ""
+
+
+def clip(value: Any, limit: int = 80) -> str:
+    """A client's value in an error message: its repr, cut short (a hostile value can be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _whole(number: int | float) -> bool:

@@ -53,6 +53,27 @@ def test_toolsets_are_fenced(tmp_path):
     assert parse(base).toolsets == []
 
 
+@pytest.mark.parametrize(("given", "parsed"), [("true", True), ("false", False), ("ask", "ask")])
+def test_allow_machine_tools_is_true_false_or_ask(tmp_path, given, parsed):
+    base = {"model": "m", "base_url": "http://127.0.0.1:9/v1", "home": str(tmp_path), "toolsets": "todo"}
+    assert parse({**base, "allow_machine_tools": given}).allow_machine_tools == parsed
+    assert parse(file={**base, "allow_machine_tools": parsed}).allow_machine_tools == parsed  # onedoor.toml values
+    with pytest.raises(OptionsError, match="allow_machine_tools"):
+        parse({**base, "allow_machine_tools": "maybe"})
+
+
+def test_machine_tools_are_found_inside_composite_toolsets(tmp_path):
+    """A toolset that bundles the terminal (hermes-cli, coding, ...) is fenced like the terminal itself."""
+    base = {"model": "m", "base_url": "http://127.0.0.1:9/v1", "home": str(tmp_path)}
+    for composite in ("hermes-cli", "coding", "debugging"):
+        with pytest.raises(OptionsError, match=f"{composite} act on this machine"):
+            parse({**base, "toolsets": composite})
+    opts = parse({**base, "toolsets": "coding,todo", "allow_machine_tools": "ask"})
+    assert {"terminal", "write_file", "execute_code"} <= opts.machine_tools
+    assert not {"todo", "web_search", "clarify"} & opts.machine_tools, "tools that stay off the machine are not asked"
+    assert parse({**base, "toolsets": "todo,web"}).machine_tools == frozenset()
+
+
 def test_preflight_unreachable_endpoint(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"
     with pytest.raises(OptionsError, match="unreachable endpoint"):

@@ -66,6 +66,10 @@ def rest_input() -> dict[str, Any]:
 ENDPOINTS = [
     Endpoint("rest", "/rest/chat", rest_input),
     Endpoint("rest", "/rest/chat/stream", rest_input),
+    Endpoint("rest", "/rest/runs/r-nope/answers", lambda: {"answers": [{"question_id": "q-nope", "outcome": "allow_once"}]},
+             starts_a_run=False),
+    Endpoint("rest", "/rest/runs/r-nope/answers/stream",
+             lambda: {"answers": [{"question_id": "q-nope", "outcome": "allow_once"}]}, starts_a_run=False),
     Endpoint("agui", "/agui/", agui_input),
     Endpoint("agui", "/agui/cancel", lambda: {"runId": "nope", "threadId": "t"}, starts_a_run=False),
     Endpoint("mcp", "/mcp/", lambda: dict(INIT), MCP_HEADERS, starts_a_run=False),

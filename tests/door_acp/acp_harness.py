@@ -63,6 +63,10 @@ class Recorder:
         self.permission_asked = asyncio.Event()
         self.hold_permission: asyncio.Event | None = None
         self.got_update = asyncio.Event()
+        self.elicitations: list[dict[str, Any]] = []
+        self.elicitation_answers: list[dict[str, Any]] = []  # replies to elicitation/create, in order
+        self.elicitation_asked = asyncio.Event()
+        self.hold_elicitation: asyncio.Event | None = None
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update.model_dump(mode="json", by_alias=True, exclude_none=True)))
@@ -81,6 +85,13 @@ class Recorder:
         if answer == "cancelled":
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": answer}}
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.elicitations.append({"message": message, "mode": mode.model_dump(mode="json", by_alias=True, exclude_none=True)})
+        self.elicitation_asked.set()
+        if self.hold_elicitation is not None:
+            await self.hold_elicitation.wait()
+        return self.elicitation_answers.pop(0) if self.elicitation_answers else {"action": "decline"}
 
     def kinds(self, session_id: str | None = None) -> list[str]:
         return [u["sessionUpdate"] for s, u in self.updates if session_id is None or s == session_id]
@@ -104,10 +115,11 @@ class Recorder:
 class DoorHarness:
     """The door over an in-memory channel pair (onedoor.testing), driven by ``acp``'s own client."""
 
-    def __init__(self, kernel: Any, data_dir: Path, **options: Any) -> None:
+    def __init__(self, kernel: Any, data_dir: Path, *, elicitation: bool = False, **options: Any) -> None:
         from onedoor_door_acp.door import AcpOptions
 
         self.kernel = kernel
+        self.elicitation = elicitation  # the client declares form elicitation
         self.door_end, self.channel = channel_pair(line_framed=True)
         self.options = AcpOptions(data_dir=str(data_dir), **options)
         self.recorder = Recorder()
@@ -120,8 +132,14 @@ class DoorHarness:
 
         ctx = ServeContext(kernel=self.kernel, options={"acp": self.options}, door_names=["acp"], transport_name="memory")
         self.task = asyncio.create_task(serve_acp(self.door_end, ctx, self.options))
-        self.conn = connect_to_agent(self.recorder, ClientSide(self.channel))
-        await self.conn.initialize(protocol_version=1)
+        self.conn = connect_to_agent(self.recorder, ClientSide(self.channel), use_unstable_protocol=True)
+        if self.elicitation:
+            from acp.schema import ClientCapabilities, ElicitationCapabilities, ElicitationFormCapabilities
+
+            capabilities = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
+            await self.conn.initialize(protocol_version=1, client_capabilities=capabilities)
+        else:
+            await self.conn.initialize(protocol_version=1)
         return self
 
     async def new_session(self, cwd: str = "/tmp", **kwargs: Any) -> str:

@@ -1,9 +1,11 @@
 """A test backend that asks for approval before its tool runs, and a launcher that
 serves it through the ACP door on stdio (for the TypeScript client test).
 
-The scripted backend has no approval step; this one asks through the kernel's port
-(``context.request_approval`` / ``request_approval_sync``). ``python approval_agent.py [sync|async|noisy]``
-(``noisy``: a backend that writes to stdout, to show the protocol stream stays clean).
+The scripted backend's ``/ask`` announces the call (ToolStarted) before it asks; this one
+asks first, through the kernel's port (``context.request_approval`` /
+``request_approval_sync``), and announces only an approved call. ``python approval_agent.py [sync|async|twice|noisy]``
+(``twice``: asks twice in one run; ``noisy``: a backend that writes to stdout, to show
+the protocol stream stays clean).
 """
 
 from __future__ import annotations
@@ -33,6 +35,27 @@ class AsyncApprovalAgent:
         text = "Done." if allowed else "Not written."
         yield TextDelta(text)
         yield RunFinished(run_id, INTRO + text)
+
+
+class TwiceApprovalAgent:
+    """Asks twice in one run for the same tool (after an "always", the second is not asked)."""
+
+    async def run(self, message: str, *, history: Any = None, context: Any = None) -> Any:
+        run_id = context.run_id
+        yield RunStarted(run_id)
+        texts = []
+        for n in (1, 2):
+            call_id = f"call_{run_id[:8]}_write{n}"
+            args = _args(f"{message} {n}")
+            if await context.request_approval(call_id, "write_file", args):
+                yield ToolStarted(call_id, "write_file", args)
+                yield ToolFinished(call_id, "write_file", {"written": n})
+                texts.append("Done.")
+            else:
+                texts.append("Not written.")
+        text = " ".join(texts)
+        yield TextDelta(text)
+        yield RunFinished(run_id, text)
 
 
 class NoisyAgent:
@@ -71,7 +94,7 @@ def main() -> int:
     from onedoor.kernel import Backend, Kernel
     from onedoor_door_acp.door import AcpDoor, AcpOptions
 
-    factories = {"sync": SyncApprovalAgent, "async": AsyncApprovalAgent, "noisy": NoisyAgent}
+    factories = {"sync": SyncApprovalAgent, "async": AsyncApprovalAgent, "noisy": NoisyAgent, "twice": TwiceApprovalAgent}
     factory = factories[sys.argv[1] if len(sys.argv) > 1 else "async"]
     transport = StdioTransport()
     transport.prepare(None)

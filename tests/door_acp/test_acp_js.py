@@ -67,3 +67,47 @@ def test_acpx_runs_a_prompt_end_to_end(agent_env: dict[str, str], tmp_path: Path
     assert text == "You said: hello acpx (2 words, turn 1)"
     kinds = [m["params"]["update"]["sessionUpdate"] for m in messages if m.get("method") == "session/update"]
     assert "tool_call" in kinds and "tool_call_update" in kinds
+
+
+# -- questions (issue 15): approvals, elicitation, hostile answers, disconnect ---------------
+
+
+def test_typescript_sdk_client_answers_approvals_and_a_free_form_question(agent_env: dict[str, str]) -> None:
+    result = _node(["client.mjs", "questions", json.dumps(onedoor_command() + ["acp"])], agent_env)
+    assert result["optionKinds"] == result["optionIds"] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+    assert result["rawInput"] == {"path": "x"}
+    assert result["allowOnce"] == {"stop": "end_turn", "text": "Approved (allow_once): ran rm",
+                                   "statuses": ["pending", "in_progress", "completed"], "asked": 1}
+    assert result["rejectOnce"] == {"stop": "end_turn", "text": "Not approved (reject_once): did not run rm",
+                                    "statuses": ["pending", "in_progress", "failed"], "asked": 1}
+    assert result["allowAlways"]["text"] == "Approved (allow_always): ran rm" and result["allowAlways"]["asked"] == 1
+    # "always" is kept with the session: the next turn is not asked
+    assert result["afterAlways"]["text"] == "Approved (allow_always): ran rm" and result["afterAlways"]["asked"] == 0
+    assert result["accepted"]["text"] == 'You answered {"answer": "main"}'
+    assert result["declined"]["text"] == "No answer (decline)"
+    assert result["cancelled"]["text"] == "No answer (cancel)"
+    elicitation = result["elicitation"]
+    assert elicitation["mode"] == "form" and elicitation["message"] == "Which branch?"
+    assert elicitation["requestedSchema"]["properties"] == {"answer": {"type": "string"}}
+
+
+def test_typescript_sdk_client_allow_always_covers_the_rest_of_the_turn(agent_env: dict[str, str]) -> None:
+    command = [sys.executable, str(HERE / "approval_agent.py"), "twice"]
+    result = _node(["client.mjs", "always", json.dumps(command)], agent_env)
+    assert result["first"]["text"] == "Done. Done." and result["first"]["asked"] == 1  # two calls, one question
+    assert result["second"]["text"] == "Done. Done." and result["second"]["asked"] == 0
+
+
+def test_typescript_sdk_client_unreadable_permission_answers_are_no(agent_env: dict[str, str]) -> None:
+    result = _node(["client.mjs", "hostile", json.dumps(onedoor_command() + ["acp"])], agent_env)
+    for seen in result["seen"]:
+        assert seen == {"stop": "end_turn", "text": "Not approved (reject_once): did not run rm",
+                        "statuses": ["pending", "in_progress", "failed"], "asked": 1}
+    assert result["good"]["text"] == "Approved (allow_once): ran rm"
+
+
+@pytest.mark.parametrize("ask", ["ask", "question"])
+def test_typescript_sdk_client_leaving_while_asked_ends_the_agent(agent_env: dict[str, str], ask: str) -> None:
+    result = _node(["client.mjs", "disconnect", json.dumps(onedoor_command() + ["acp"])], dict(agent_env, ACP_TEST_ASK=ask))
+    assert result["asked"] == 1
+    assert result["exit"] == {"code": 0, "signal": None}, "the agent must exit by itself once stdin closes"

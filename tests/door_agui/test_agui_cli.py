@@ -93,3 +93,17 @@ def test_the_door_refuses_a_transport_it_cannot_use():
     )
     assert out.returncode != 0
     assert "agui" in out.stderr and "http" in out.stderr, out.stderr
+
+
+def test_plugins_options_show_ask_fallback():
+    out = subprocess.run([sys.executable, "-m", "onedoor", "plugins", "--options"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    section = out.stdout.split("onedoor-door-agui", 1)[1].split("onedoor-door-", 1)[0]
+    assert "-o ask_fallback='deny'" in section and "Limits.max_parked_runs" in section, section
+    refused = subprocess.run(
+        [sys.executable, "-m", "onedoor", "serve", "--door", "agui", "--port", "0", "-o", "agui.ask_fallback=maybe"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode != 0 and "ask_fallback" in refused.stderr + refused.stdout

@@ -132,26 +132,29 @@ def start_http_server(tmp_path: Path, outcomes: Outcomes) -> Any:
 
 
 @asynccontextmanager
-async def stdio_session(argv: list[str], env: dict[str, str] | None = None) -> AsyncIterator[Any]:
+async def stdio_session(argv: list[str], env: dict[str, str] | None = None, **options: Any) -> AsyncIterator[Any]:
+    """A ClientSession over a server process's stdio; ``options`` go to ClientSession
+    (e.g. ``elicitation_callback``)."""
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(command=argv[0], args=argv[1:], env={**os.environ, **(env or {})})
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, **options) as session:
             await session.initialize()
             yield session
 
 
 @asynccontextmanager
-async def http_session(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
+async def http_session(url: str, headers: dict[str, str] | None = None, **options: Any) -> AsyncIterator[Any]:
+    """A ClientSession over streamable HTTP; ``options`` go to ClientSession."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with create_mcp_http_client(headers=headers) as client:
         async with streamable_http_client(url, http_client=client) as streams:
-            async with ClientSession(streams[0], streams[1]) as session:
+            async with ClientSession(streams[0], streams[1], **options) as session:
                 await session.initialize()
                 yield session
 
@@ -181,6 +184,28 @@ def sdk() -> Any:
         command = staticmethod(stdio_command)
 
     return SDK
+
+
+@pytest.fixture(params=["stdio", "http"])
+def door_at(request: pytest.FixtureRequest, tmp_path: Path, outcomes: Outcomes) -> Any:
+    """``door_at(*server_args)`` -> ``connect(**client_options)``, an async context manager
+    giving an initialized ClientSession to a real door server over stdio (a process per
+    session) or streamable HTTP (one server, stopped at the end of the test). The scripted
+    backend runs with no delay; ``client_options`` go to ClientSession."""
+    started: list[HttpServer] = []
+
+    def at(*extra: str) -> Any:
+        if request.param == "stdio":
+            argv = stdio_command("-o", "scripted.delay=0", *extra)
+            return lambda **options: stdio_session(argv, env=outcomes.env, **options)
+        server = start_http(tmp_path, "-o", "scripted.delay=0", *extra, env=outcomes.env)
+        started.append(server)
+        return lambda **options: http_session(server.url, **options)
+
+    at.transport = request.param  # type: ignore[attr-defined]
+    yield at
+    for server in started:
+        server.stop()
 
 
 # -- node ----------------------------------------------------------------------------------------

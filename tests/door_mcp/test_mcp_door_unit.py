@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 from onedoor.composition import ServeContext
+from onedoor.questions import Question, QuestionError, check_answer
 from onedoor.testing import channel_pair, scripted_kernel, serve_in_memory
 from onedoor_door_mcp import McpOptions, door
 from onedoor_door_mcp.asgi import _matches, allowed_hosts, allowed_origins
 from onedoor_door_mcp.channel import decode
+from onedoor_door_mcp.elicit import answer_for, request_for
 from onedoor_door_mcp.tool import AskTool
 from onedoor_test_support import await_for
 
@@ -196,7 +198,7 @@ async def test_responses_to_requests_never_sent_are_dropped() -> None:
 async def test_an_unexpected_failure_in_the_tool_is_an_internal_error_in_one_log_line(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def broken(self: Any, name: str, arguments: Any, progress: Any) -> Any:
+    async def broken(self: Any, name: str, arguments: Any, progress: Any, peer: Any = None) -> Any:
         raise RuntimeError("a bug, not the client's fault")
 
     monkeypatch.setattr(AskTool, "call", broken)
@@ -212,3 +214,59 @@ async def test_an_unexpected_failure_in_the_tool_is_an_internal_error_in_one_log
     assert error["code"] == -32603 and "RuntimeError" in error["message"]
     assert not [r for r in caplog.records if r.exc_info]
     assert [r for r in caplog.records if "tools/call 'ask' failed" in r.getMessage()]
+
+
+# -- the agent's questions as elicitation (onedoor_door_mcp.elicit) ------------------------------
+
+APPROVAL = Question.approval("call-1", "rm", {"path": "/tmp/x"}).stamped("run-1", None)
+INPUT = Question.input("Colour?").stamped("run-1", None)
+
+
+@pytest.mark.parametrize(
+    ("question", "action", "content", "outcome", "value"),
+    [
+        (APPROVAL, "accept", {"decision": "allow_once"}, "allow_once", None),
+        (APPROVAL, "accept", {"decision": "allow_always"}, "allow_always", None),
+        (APPROVAL, "accept", {"decision": "reject_always"}, "reject_always", None),
+        (APPROVAL, "decline", None, "reject_once", None),
+        (APPROVAL, "cancel", None, "reject_once", None),
+        (INPUT, "accept", {"answer": "blue"}, "accept", {"answer": "blue"}),
+        (INPUT, "decline", None, "decline", None),
+        (INPUT, "cancel", None, "cancel", None),
+    ],
+)
+def test_elicitation_actions_become_answers(question: Any, action: str, content: Any, outcome: str, value: Any) -> None:
+    answer = answer_for(question, action, content, "mcp:test")
+    assert (answer.question_id, answer.outcome, answer.value, answer.by) == (question.id, outcome, value, "mcp:test")
+    assert check_answer(question, answer) is answer
+
+
+@pytest.mark.parametrize(
+    ("action", "content"),
+    [("maybe", None), (5, None), ("accept", None), ("accept", {}), ("accept", {"decision": "sure"}),
+     ("accept", {"decision": 1}), ("accept", "allow_once"), ("accept", {"decision": "x" * 100_000})],
+)
+def test_an_approval_accepted_without_a_choice_is_refused_briefly(action: Any, content: Any) -> None:
+    with pytest.raises(ValueError) as info:
+        answer_for(APPROVAL, action, content)
+    assert len(str(info.value)) < 400  # the kernel logs it: hostile content stays out of the log
+
+
+def test_an_input_answer_that_does_not_fit_is_left_to_the_kernel() -> None:
+    answer = answer_for(INPUT, "accept", {"answer": 5})
+    with pytest.raises(QuestionError):
+        check_answer(INPUT, answer)
+
+
+def test_elicitation_requests_carry_the_question() -> None:
+    message, schema, meta = request_for(APPROVAL)
+    assert message.startswith("Allow the agent to run rm?") and 'Arguments: {"path": "/tmp/x"}' in message
+    assert schema["required"] == ["decision"]
+    assert schema["properties"]["decision"]["enum"] == list(APPROVAL.choices)
+    assert meta == {"onedoor/question": {"id": APPROVAL.id, "kind": "approval", "run_id": "run-1",
+                                         "tool": {"id": "call-1", "name": "rm", "arguments": {"path": "/tmp/x"}}}}
+    big = Question.approval("call-2", "write", {"text": "x" * 100_000}).stamped("run-1", None)
+    message, _, meta = request_for(big)
+    assert len(message) < 5000 and "arguments" not in meta["onedoor/question"]["tool"]
+    message, schema, meta = request_for(INPUT)
+    assert (message, schema, meta["onedoor/question"]["kind"]) == ("Colour?", INPUT.schema, "input")

@@ -79,6 +79,40 @@ def test_typescript_sdk_with_a_token(start_http_server: Any) -> None:
     assert result["text"].startswith("You said: hello from node")
 
 
+# -- the TypeScript SDK client answers the agent's questions (elicitation) ----------------------
+
+ELICITED = [
+    "Approved (allow_once): ran rm",
+    "Not approved (reject_always): did not run rm",
+    "Not approved (reject_once): did not run rm",
+    "Not approved (reject_once): did not run rm",
+    "Not approved (reject_once): did not run rm",  # "maybe" is not a choice: the kernel says no
+    'You answered {"answer": "green"}',
+    "No answer (decline)",
+]
+
+
+def check_elicit(result: dict[str, Any]) -> None:
+    assert [r["text"] for r in result["results"]] == ELICITED
+    assert not any(r["isError"] for r in result["results"])
+    first = result["asked"][0]
+    assert "rm" in first["message"] and '"path": "/tmp/x"' in first["message"]
+    decision = first["requestedSchema"]["properties"]["decision"]
+    assert decision["enum"] == ["allow_once", "allow_always", "reject_once", "reject_always"]
+    assert first["question"]["kind"] == "approval" and first["question"]["tool"]["name"] == "rm"
+    question = result["asked"][5]
+    assert question["message"] == "Which colour?" and question["question"]["kind"] == "input"
+    assert question["requestedSchema"]["properties"] == {"answer": {"type": "string"}}
+
+
+def test_typescript_sdk_answers_questions_over_stdio(sdk: Any) -> None:
+    check_elicit(node_client("stdio", json.dumps(sdk.command("-o", "scripted.delay=0")), "elicit"))
+
+
+def test_typescript_sdk_answers_questions_over_http(http_server: Any) -> None:
+    check_elicit(node_client("http", http_server.url, "elicit"))
+
+
 # -- the MCP Inspector CLI (exits 0 even when the tool result is an error) ----------------------
 
 

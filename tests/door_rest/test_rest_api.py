@@ -29,7 +29,8 @@ def test_chat_answers_reply_and_tool_calls(client):
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("application/json")
     body = r.json()
-    assert set(body) == {"run_id", "reply", "stop_reason", "tool_calls", "reasoning"}
+    assert set(body) == {"run_id", "reply", "stop_reason", "tool_calls", "reasoning", "status"}
+    assert body["status"] == "completed"  # "needs_input" when the run waits for answers (test_rest_questions.py)
     assert body["reply"] == "You said: count these four words (4 words, turn 1)"
     assert body["stop_reason"] == "end_turn"
     assert body["tool_calls"] == [

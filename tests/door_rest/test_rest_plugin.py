@@ -49,6 +49,7 @@ def test_onedoor_plugins_lists_rest_and_its_options():
     line = next(ln for ln in result.stdout.splitlines() if ln.strip().startswith("rest "))
     assert "onedoor-door-rest" in line and "BROKEN" not in line
     assert "-o keepalive=15.0" in result.stdout and "-o prefix='/rest'" in result.stdout
+    assert "-o ask_fallback='deny'" in result.stdout and "-o question_ttl=0.0" in result.stdout
 
 
 def test_bad_option_is_one_line_error():
@@ -58,6 +59,15 @@ def test_bad_option_is_one_line_error():
     )
     assert result.returncode == 2
     assert "prefix must start with '/'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_ask_fallback_is_one_line_error():
+    result = subprocess.run(
+        [sys.executable, "-m", "onedoor", "serve", "--door", "rest", "-o", "ask_fallback=maybe", "--port", "0"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "deny, allow, fail" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_rest_door_cannot_use_stdio():
@@ -81,7 +91,9 @@ def test_custom_prefix_and_no_docs():
 
 def test_options_validate():
     assert RestOptions(prefix="/x/").prefix == "/x"
-    for bad in (dict(prefix="x"), dict(prefix="/"), dict(keepalive=0)):
+    assert RestOptions().ask_fallback == "deny" and RestOptions(ask_fallback="fail").ask_fallback == "fail"
+    for bad in (dict(prefix="x"), dict(prefix="/"), dict(keepalive=0), dict(ask_fallback="ask"), dict(question_ttl=-1),
+                dict(question_ttl=float("nan"))):
         try:
             RestOptions(**bad)
         except ValueError:

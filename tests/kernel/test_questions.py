@@ -166,6 +166,8 @@ async def test_the_fail_policy_fails_the_run_naming_the_question(mode):
     kernel = kernel_for(mode)
     events = await drain(kernel.run("/question Which branch?", asker=PolicyAsker("fail")))
     assert type(events[-1]) is RunFailed and "Which branch?" in events[-1].error
+    kinds = [type(e) for e in events]
+    assert QuestionAsked in kinds and QuestionAnswered in kinds, "the door sees the question it failed on"
     await await_for(lambda: kernel.active_runs == 0, "the failed run's slot to be freed")
 
 
@@ -229,6 +231,24 @@ async def test_resume_errors_are_clear_and_leave_the_question_open(mode):
     with pytest.raises(QuestionError, match="answered: accept") as twice:
         kernel.resume([Answer(question.id, "accept", {"answer": "main"})])
     assert twice.value.reason == "answered"
+    assert kernel.question_status(question.id) == "answered"
+    assert kernel.question_status(question.id, principal="mallory") == "unknown"
+    with pytest.raises(QuestionError, match="answered: accept"):
+        kernel.check_question(question.id)
+
+
+async def test_a_second_resume_in_the_same_loop_turn_is_answered_not_unknown():
+    kernel = kernel_for("async")
+    _, question = await ask_and_park(kernel, "/question Which branch?")
+    assert kernel.question_status(question.id) == "open"
+    assert kernel.check_question(question.id) is None
+    first = kernel.resume([Answer(question.id, "accept", {"answer": "x"})])
+    with pytest.raises(QuestionError) as second:
+        kernel.resume([Answer(question.id, "accept", {"answer": "y"})])
+    assert second.value.reason == "answered"
+    events = await drain(first)
+    assert events[-1].text == 'You answered {"answer": "x"}'
+
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -331,3 +351,39 @@ async def test_two_questions_in_one_run_park_twice():
     last = await drain(kernel.resume([Answer(second_part[3].question.id, "reject_once")]))
     assert last[-1] == RunFinished(events[0].run_id, "abx reject_once")
 
+
+
+async def test_a_cancelled_async_backend_cancels_the_doors_live_question():
+    kernel = kernel_for("async")
+    asking = asyncio.Event()
+    ended = asyncio.Event()
+
+    async def slow(question):
+        asking.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            ended.set()
+
+    run = kernel.run(ASK_RM, asker=LiveAsker(slow))
+    async with run:
+        async for event in run:
+            if type(event) is QuestionAsked:
+                await asyncio.wait_for(asking.wait(), 30)
+                kernel.cancel_all()
+    await asyncio.wait_for(ended.wait(), 30)
+    await await_for(lambda: kernel.active_runs == 0, "the cancelled run's slot to be freed")
+
+
+def test_a_huge_hostile_answer_gives_a_short_error():
+    from onedoor.questions import check_answer
+
+    question = Question.input("Which?").stamped("r", None)
+    for answer in (Answer(question.id, "z" * 1_000_000), Answer(question.id, "accept", {"k" * 1_000_000: 1})):
+        with pytest.raises(QuestionError) as caught:
+            check_answer(question, answer)
+        assert len(str(caught.value)) < 300
+    kernel = kernel_for("sync")
+    with pytest.raises(QuestionError) as unknown:
+        kernel.resume([{"question_id": "q" * 1_000_000, "outcome": "accept"}])
+    assert len(str(unknown.value)) < 300

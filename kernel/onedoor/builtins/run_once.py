@@ -1,18 +1,28 @@
 """`onedoor run "…"`: one message, the reply streamed to the terminal.
 
-``run_once`` streams one reply to stdout as it is written (tool calls and reasoning go
-to stderr, so stdout is the reply alone), or with ``json_lines`` prints every core event
-as one JSON object a line. The interactive door is in :mod:`onedoor.builtins.terminal_door`.
+``run_once`` streams one reply to stdout as it is written (tool calls, reasoning and
+questions go to stderr, so stdout is the reply alone), or with ``json_lines`` prints every
+core event as one JSON object a line. The interactive door is in
+:mod:`onedoor.builtins.terminal_door`.
+
+Questions the run asks (tool approvals, free-form questions) are asked at the terminal
+when a person is there (stdin and stderr are terminals; see
+:func:`onedoor.builtins.console.ask_at_terminal`): the prompt on stderr, the answer from
+stdin. Otherwise ``ask_fallback`` answers them: ``deny`` (the default), ``allow`` (tools
+allowed once, questions declined) or ``fail`` (the run fails, exit 1, one line).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
+from ..askers import LiveAsker, PolicyAsker
 from ..errors import RunRefused
 from ..events import (
     STOP_CANCELLED,
+    QuestionAnswered,
+    QuestionAsked,
     ReasoningDelta,
     RunFailed,
     RunFinished,
@@ -23,7 +33,93 @@ from ..events import (
 )
 from ..kernel import Kernel
 from ..port import Message
-from .console import ctrl_c_cancels, shorten
+from .console import TerminalLines, ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_terminal
+
+
+def terminal_asker(err: TextIO, lines: TerminalLines | None = None) -> LiveAsker:
+    """Ask each question at the terminal: prompts on ``err``, answers typed on stdin."""
+    lines = lines or TerminalLines(0)
+
+    async def say(text: str) -> None:
+        err.write(text)
+        err.flush()
+
+    async def ask(question: Any) -> Any:
+        lines.discard_typed_ahead()
+        try:
+            return await ask_at_terminal(question, say, lines.read_line)
+        except BaseException:  # cancelled (Ctrl-C) while the person was typing
+            await say("\n")
+            raise
+
+    return LiveAsker(ask)
+
+
+class _Screen:
+    """Writes one run's events: the reply on ``out``, the rest on ``err``; keeps the exit code."""
+
+    def __init__(self, out: TextIO, err: TextIO, *, show_reasoning: bool, show_tools: bool,
+                 interactive: bool, ask_fallback: str) -> None:
+        self.out, self.err = out, err
+        self.show_reasoning, self.show_tools = show_reasoning, show_tools
+        self.interactive, self.ask_fallback = interactive, ask_fallback
+        self.code = 0
+        self.unanswerable: str | None = None  # the question a "fail" policy could not answer
+
+    def note(self, text: str) -> None:
+        self.err.write(text)
+        self.err.flush()
+
+    def json_line(self, event: Any) -> None:
+        self.out.write(event_to_json(event) + "\n")
+        self.out.flush()
+        if isinstance(event, RunFailed):
+            self.code = 1
+        elif isinstance(event, RunFinished) and event.stop_reason == STOP_CANCELLED:
+            self.code = 130
+
+    def show(self, event: Any) -> None:
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+        elif isinstance(event, ReasoningDelta):
+            if self.show_reasoning:
+                self.note(event.text)
+        elif isinstance(event, ToolStarted):
+            if self.show_tools:
+                self.note(f"[tool {event.name} {shorten(event.arguments)}]\n")
+        elif isinstance(event, ToolFinished):
+            if self.show_tools and self.unanswerable is None:
+                self.note(f"[tool {event.name} {'failed' if event.is_error else '->'} {shorten(event.result)}]\n")
+        elif isinstance(event, (QuestionAsked, QuestionAnswered)):
+            self.question(event)
+        elif isinstance(event, (RunFinished, RunFailed)):
+            self.end(event)
+
+    def question(self, event: QuestionAsked | QuestionAnswered) -> None:
+        if self.interactive:
+            return  # the question was asked at the terminal
+        if isinstance(event, QuestionAsked):
+            if self.ask_fallback == "fail":
+                self.unanswerable = event.question.prompt
+        elif self.unanswerable is None:
+            self.note(f"[question answered {event.answer.outcome}: stdin is not a terminal, "
+                      f"ask_fallback is {self.ask_fallback}]\n")
+
+    def end(self, event: RunFinished | RunFailed) -> None:
+        self.out.write("\n")
+        self.out.flush()
+        if isinstance(event, RunFinished):
+            if event.stop_reason == STOP_CANCELLED:
+                self.note("[cancelled]\n")
+                self.code = 130
+            return
+        if self.unanswerable is not None:
+            self.note(f"onedoor: the run needs an answer ({self.unanswerable}) but stdin is not a terminal "
+                      "and ask_fallback is fail (see --ask-fallback)\n")
+        else:
+            self.note(f"onedoor: the run failed: {event.error}\n")
+        self.code = 1
 
 
 async def run_once(
@@ -33,52 +129,32 @@ async def run_once(
     history: list[Message] | None = None,
     json_lines: bool = False,
     show_reasoning: bool = False,
+    show_tools: bool = True,
+    ask_fallback: str = "deny",
+    interactive: bool | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """One run to the terminal. Exit code: 0 done, 1 failed, 130 cancelled."""
+    """One run to the terminal. Exit code: 0 done, 1 failed, 130 cancelled.
+
+    ``interactive`` (default: stdin and stderr are terminals) asks the run's questions at
+    the terminal; otherwise ``ask_fallback`` answers them.
+    """
     out = out or sys.stdout
     err = err or sys.stderr
+    if interactive is None:
+        interactive = stdin_is_a_terminal()
+    asker = terminal_asker(err) if interactive else PolicyAsker(ask_fallback)
     try:
-        run = kernel.run(message, history=history, door="terminal")
+        run = kernel.run(message, history=history, door="terminal", asker=asker)
     except RunRefused as exc:
         print(f"onedoor: {exc}", file=err)
         return 2
-    code = 0
+    screen = _Screen(out, err, show_reasoning=show_reasoning, show_tools=show_tools,
+                     interactive=interactive, ask_fallback=ask_fallback)
+    write = screen.json_line if json_lines else screen.show
     with ctrl_c_cancels(run.cancel):
         async with run:
             async for event in run:
-                if json_lines:
-                    out.write(event_to_json(event) + "\n")
-                    out.flush()
-                    if isinstance(event, RunFailed):
-                        code = 1
-                    elif isinstance(event, RunFinished) and event.stop_reason == STOP_CANCELLED:
-                        code = 130
-                    continue
-                if isinstance(event, TextDelta):
-                    out.write(event.text)
-                    out.flush()
-                elif isinstance(event, ReasoningDelta):
-                    if show_reasoning:
-                        err.write(event.text)
-                        err.flush()
-                elif isinstance(event, ToolStarted):
-                    err.write(f"[tool {event.name} {shorten(event.arguments)}]\n")
-                    err.flush()
-                elif isinstance(event, ToolFinished):
-                    mark = "failed" if event.is_error else "->"
-                    err.write(f"[tool {event.name} {mark} {shorten(event.result)}]\n")
-                    err.flush()
-                elif isinstance(event, RunFinished):
-                    out.write("\n")
-                    out.flush()
-                    if event.stop_reason == STOP_CANCELLED:
-                        print("[cancelled]", file=err)
-                        code = 130
-                elif isinstance(event, RunFailed):
-                    out.write("\n")
-                    out.flush()
-                    print(f"onedoor: the run failed: {event.error}", file=err)
-                    code = 1
-    return code
+                write(event)
+    return screen.code

@@ -3,6 +3,14 @@
 Each incoming message is a line the user typed; the reply streams back as it is
 written. Over stdio that is this terminal; over SLIM, a remote one. History is kept for
 the session; /reset forgets it.
+
+A run's questions (tool approvals, free-form questions) are asked in the conversation:
+the question is written to the channel and the next lines typed answer it
+(:func:`onedoor.builtins.console.ask_at_terminal`). Over stdio that needs a person at
+the terminal (stdin and stderr are terminals); with piped input, and always if the
+option says so, ``ask_fallback`` answers instead: ``deny`` (the default), ``allow``
+(tools allowed once, questions declined) or ``fail`` (the run fails). A remote terminal
+(any other channel) is a person typing lines, so it is asked.
 """
 
 from __future__ import annotations
@@ -10,11 +18,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..askers import POLICIES, LiveAsker, PolicyAsker
 from ..errors import RunRefused
-from ..events import STOP_CANCELLED, ReasoningDelta, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
+from ..events import (
+    STOP_CANCELLED,
+    QuestionAnswered,
+    ReasoningDelta,
+    RunFailed,
+    RunFinished,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
 from ..kernel import Kernel
 from ..port import Message
-from .console import ctrl_c_cancels, shorten
+from .console import ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_terminal
 
 if TYPE_CHECKING:
     from ..composition import ServeContext
@@ -26,6 +44,16 @@ HELP = "Commands: /reset forgets the conversation, /exit (or Ctrl-D) leaves. Ctr
 class TerminalOptions:
     show_tools: bool = field(default=True, metadata={"help": "show tool calls in the conversation"})
     show_reasoning: bool = field(default=False, metadata={"help": "show the agent's reasoning"})
+    ask_fallback: str = field(
+        default="deny",
+        metadata={"help": "the agent's questions when nobody can answer at a terminal (stdin not a TTY): "
+                          "deny (approvals rejected, questions declined), allow (approvals allowed once, "
+                          "questions declined) or fail (the run fails); also --ask-fallback"},
+    )
+
+    def __post_init__(self) -> None:
+        if self.ask_fallback not in POLICIES:
+            raise ValueError(f"ask_fallback must be one of {', '.join(POLICIES)}; got {self.ask_fallback!r}")
 
 
 class TerminalDoor:
@@ -67,9 +95,26 @@ class TerminalDoor:
         except ChannelClosed:
             return
 
+    @staticmethod
+    def _asker(channel: Any, options: TerminalOptions) -> Any:
+        """Ask over the channel when a person is at the other end; else the fallback policy."""
+        person = stdin_is_a_terminal() if getattr(channel, "peer", "") == "stdio" else True
+        if not person:
+            return PolicyAsker(options.ask_fallback)
+
+        async def ask(question: Any) -> Any:
+            async def read_line() -> str | None:
+                line = await channel.recv()
+                return None if line is None else str(line)
+
+            return await ask_at_terminal(question, channel.send, read_line)
+
+        return LiveAsker(ask)
+
     async def _turn(self, channel: Any, kernel: Kernel, text: str, history: list[Message], options: TerminalOptions) -> str | None:
+        asker = self._asker(channel, options)
         try:
-            run = kernel.run(text, history=history, door="terminal")
+            run = kernel.run(text, history=history, door="terminal", asker=asker)
         except RunRefused as exc:
             await channel.send(f"[refused: {exc}]\n")
             return None
@@ -84,6 +129,9 @@ class TerminalDoor:
                         await channel.send(f"[tool {event.name} {shorten(event.arguments)}]\n")
                     elif isinstance(event, ToolFinished) and options.show_tools:
                         await channel.send(f"[tool {event.name} -> {shorten(event.result)}]\n")
+                    elif isinstance(event, QuestionAnswered) and isinstance(asker, PolicyAsker):
+                        await channel.send(f"[question answered {event.answer.outcome}: nobody at a terminal, "
+                                           f"ask_fallback is {options.ask_fallback}]\n")
                     elif isinstance(event, RunFinished):
                         note = " [cancelled]" if event.stop_reason == STOP_CANCELLED else ""
                         await channel.send(note + "\n")

@@ -6,6 +6,12 @@ on a queue, and yields them from the kernel's worker thread. Tool calls are matc
 call id; the ``None`` flush marker is dropped; newlines hermes puts in front of the
 first text after a tool call are dropped when no text came before. ``cancel()`` calls
 hermes' ``interrupt()``; the run then ends cancelled with the partial text.
+
+Consent: hermes asks before a command it flags as dangerous (its approval callback);
+with ``allow_machine_tools=ask`` every call of a machine tool asks first (a
+``pre_tool_call`` hook, :mod:`.consent`). Both become approval questions through the
+kernel (``context.ask_sync``). ``allow_always`` is hermes' ``session`` choice, kept for
+this run only (each run has its own approval session, cleared when it ends).
 """
 
 from __future__ import annotations
@@ -28,12 +34,16 @@ from onedoor.events import (
     ToolStarted,
 )
 from onedoor.port import CancelToken, Message, RunContext
+from onedoor.questions import Answer, Question, closing_answer
 
 from .embed import prints_to_stderr
-from .options import HermesOptions
+from .options import ASK, HermesOptions
 
 _END = object()
 _JOIN_LIMIT = 30.0  # seconds to wait for hermes to return after an interrupt
+# An answer as the value hermes' approval callback returns: "once", "session" (for the rest
+# of the approval session, here the run), "always" (kept in hermes' config: never used) or "deny".
+HERMES_CHOICE = {"allow_once": "once", "allow_always": "session"}
 
 
 def to_hermes_history(history: Sequence[Message]) -> list[dict[str, Any]]:
@@ -74,6 +84,7 @@ class HermesAgent:
         self._interrupted = False
         self._lock = threading.Lock()
         self._last_call: tuple[str, str] = ("", "")
+        self._consented: set[str] = set()  # calls a person allowed (allow_machine_tools=ask)
 
     def cancel(self) -> None:
         self.token.cancel()
@@ -90,17 +101,53 @@ class HermesAgent:
         self._last_call = (str(call_id), name)
         events.put(("start", call_id, name, args))
 
-    def _approval(self, context: RunContext | None) -> Any:
+    def _ask(self, context: RunContext | None, events: "queue.SimpleQueue[Any]", question: Question) -> Answer:
+        """Ask through the kernel from a hermes thread, after every event queued so far has reached it."""
+        if context is None:
+            return closing_answer(question, "policy")
+        self._flush(events, context.cancel)
+        return context.ask_sync(question)
+
+    def _flush(self, events: "queue.SimpleQueue[Any]", token: CancelToken) -> None:
+        """Wait until the run loop has handed every queued event to the kernel (a ToolStarted
+        then reaches the door before the question about it)."""
+        reached = threading.Event()
+        events.put(("flush", reached))
+        while not reached.wait(0.1):
+            if token.cancelled or self._interrupted:
+                return
+
+    def _approval(self, context: RunContext | None, events: "queue.SimpleQueue[Any]") -> Any:
         """hermes' approval callback (dangerous commands): ask the door, through the kernel."""
 
         def approve(command: str, description: str, **_options: Any) -> str:
             call_id, name = self._last_call
-            if context is None:
-                return "deny"
+            if call_id and call_id in self._consented:
+                return "once"  # the person allowed this very call a moment ago (allow_machine_tools=ask)
             arguments = {"command": command, "description": description}
-            return "once" if context.request_approval_sync(call_id, name, arguments) else "deny"
+            question = Question.approval(call_id, name, arguments, prompt=f"Run a command hermes flags as dangerous ({description})?")
+            return HERMES_CHOICE.get(self._ask(context, events, question).outcome, "deny")
 
         return approve
+
+    def _consent_gate(self, context: RunContext | None, events: "queue.SimpleQueue[Any]") -> Any:
+        """``allow_machine_tools=ask``: each call of a machine tool asks first (None = it may run)."""
+        machine_tools = self.options.machine_tools
+
+        def gate(call_id: str, name: str, arguments: Any) -> str | None:
+            if name not in machine_tools:
+                return None
+            call_id = call_id or f"hermes-{name}"
+            events.put(("start", call_id, name, arguments))  # hermes announces only calls that run
+            answer = self._ask(context, events, Question.approval(call_id, name, arguments))
+            if answer.allowed:
+                self._consented.add(call_id)
+                return None
+            message = f"BLOCKED: {name} was not run: the user did not allow it ({answer.outcome})."
+            events.put(("refused", call_id, name, message))
+            return message
+
+        return gate
 
     def _build(self, events: "queue.SimpleQueue[Any]") -> Any:
         from .embed import build_agent
@@ -141,16 +188,19 @@ class HermesAgent:
         outcome: dict[str, Any] = {}
         past = to_hermes_history(history or ())
 
-        approve = self._approval(context)
+        approve = self._approval(context, events)
+        gate = self._consent_gate(context, events) if self.options.allow_machine_tools == ASK else None
+        session = f"onedoor-{run_id}"
 
         def converse() -> None:
             try:
-                _set_approval_callback(approve)  # per thread in hermes; its tool threads inherit it
+                _prepare_thread(approve, session, gate, self.options.machine_tools)  # its tool threads inherit it
                 with prints_to_stderr():
                     outcome["result"] = hermes.run_conversation(message, conversation_history=past)
             except BaseException as exc:  # noqa: BLE001 - reported as RunFailed
                 outcome["error"] = exc
             finally:
+                _end_session(session, gate, self.options.machine_tools)
                 events.put(_END)
 
         thread = threading.Thread(target=converse, name=f"hermes-{run_id[:8]}", daemon=True)
@@ -214,25 +264,47 @@ class HermesAgent:
             if call_id not in open_tools:
                 open_tools[call_id] = name
                 yield ToolStarted(call_id, name, args if args is not None else {})
-        elif kind == "done":
+        elif kind in ("done", "refused"):
             _, call_id, name, result = item
             if call_id in open_tools:
                 open_tools.pop(call_id)
-                is_error = isinstance(result, str) and result.startswith(("Error", "error:"))
+                is_error = kind == "refused" or (isinstance(result, str) and result.startswith(("Error", "error:")))
                 yield ToolFinished(call_id, name, _result_value(result), is_error)
+        elif kind == "flush":
+            item[1].set()  # every event before it has been handed to the kernel
 
 
-def _set_approval_callback(callback: Any) -> None:
-    """Route hermes' approval prompts on this thread to ``callback``.
+def _prepare_thread(callback: Any, session: str, gate: Any, machine_tools: frozenset[str]) -> None:
+    """Route hermes' approval prompts on this thread to ``callback``, in an approval session
+    of its own; with a consent ``gate``, every machine tool call goes to it first.
 
     Without a human in the loop hermes approves dangerous commands itself (fail-open);
     marking the thread interactive makes it ask, and the callback asks the door.
     """
-    from tools.approval import set_hermes_interactive_context
+    from tools.approval import set_current_session_key, set_hermes_interactive_context
     from tools.terminal_tool import set_approval_callback
 
     set_approval_callback(callback)
     set_hermes_interactive_context(True)
+    set_current_session_key(session)  # hermes' "session" approvals: this run's, not the process'
+    if gate is not None:
+        from .consent import open_gate
+
+        open_gate(gate, machine_tools)
+
+
+def _end_session(session: str, gate: Any, machine_tools: frozenset[str]) -> None:
+    """Forget what was approved for the rest of the run."""
+    if gate is not None:
+        from .consent import close_gate
+
+        close_gate(gate, machine_tools)
+    try:
+        from tools.approval import clear_session
+
+        clear_session(session)
+    except Exception:  # noqa: BLE001 - cleanup must not mask the run's outcome
+        pass
 
 
 def _close(hermes: Any) -> None:

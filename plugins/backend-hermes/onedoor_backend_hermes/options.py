@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 # Toolsets whose tools act on this machine (shell, files, code, browser, desktop...).
@@ -12,6 +13,10 @@ MACHINE_TOOLSETS = frozenset({
     "terminal", "file", "code_execution", "coding", "debugging", "browser", "computer_use", "project",
     "cronjob", "delegation", "skills", "memory", "image_gen", "video_gen", "tts", "kanban",
 })
+# Toolsets whose tools stay off this machine: subtracted from the machine tools above (the
+# composite ones, e.g. coding, include them).
+HARMLESS_TOOLSETS = ("todo", "clarify", "web", "search", "session_search")
+ASK = "ask"
 
 # Providers hermes can reach without base_url, and the key each needs.
 PROVIDER_KEYS = {
@@ -39,13 +44,16 @@ class HermesOptions:
     provider: str = field(default="", metadata={"help": "hermes provider when there is no base_url (openrouter, anthropic…)"})
     toolsets: list[str] = field(default_factory=list, metadata={
         "help": "allow-list of hermes toolsets, comma-separated (default: none; 'todo' is in-memory)"})
-    allow_machine_tools: bool = field(default=False, metadata={
-        "help": "allow toolsets that act on this machine (terminal, file, code_execution, browser…)"})
+    allow_machine_tools: bool | Literal["ask"] = field(default=False, metadata={
+        "help": "toolsets that act on this machine (terminal, file, code_execution, browser…): false, true, "
+                "or ask (every call of such a tool asks a person first; no answer means no)"})
     home: str = field(default="", metadata={"help": "hermes home directory (default: onedoor's data dir /hermes)"})
     max_iterations: int = field(default=20, metadata={"help": "most model calls in one run"})
     context_length: int = field(default=128_000, metadata={"help": "the model's context window (saves probing)"})
     system_prompt: str = field(default="", metadata={"help": "extra system prompt for every run"})
     preflight: bool = field(default=False, metadata={"help": "at start-up, check base_url answers GET /models"})
+    # Filled in by validation: the tools of the chosen toolsets that act on this machine.
+    machine_tools: frozenset[str] = field(default=frozenset(), init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.model = self.model.strip()
@@ -67,21 +75,37 @@ class HermesOptions:
             env = PROVIDER_KEYS.get(self.provider)
             if env and not self.api_key and not os.environ.get(env):
                 raise ValueError(f"missing key for provider {self.provider!r}: set {env} or pass -o api_key=…")
+        self.allow_machine_tools = machine_tools_mode(self.allow_machine_tools)
         self.toolsets = [t.strip() for t in self.toolsets if t.strip()]
-        touching = sorted(set(self.toolsets) & MACHINE_TOOLSETS)
+        self.home = str(Path(self.home).expanduser().resolve() if self.home else default_home())
+        touching, self.machine_tools = _machine_reach(self.toolsets, self.home)
         if touching and not self.allow_machine_tools:
             raise ValueError(
-                f"toolset(s) {', '.join(touching)} act on this machine; add -o allow_machine_tools=true to allow them"
+                f"toolset(s) {', '.join(touching)} act on this machine; add -o allow_machine_tools=true to allow "
+                "them, or -o allow_machine_tools=ask to ask a person before each call"
             )
-        self.home = str(Path(self.home).expanduser().resolve() if self.home else default_home())
-        _check_toolsets(self.toolsets, self.home)
         if self.preflight and self.base_url:
             _check_reachable(self.base_url, self.api_key)
 
 
-def _check_toolsets(names: list[str], home: str) -> None:
+def machine_tools_mode(value: Any) -> bool | Literal["ask"]:
+    """``allow_machine_tools`` as True, False or "ask" (text as in flags and files too)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text == ASK:
+        return "ask"
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"allow_machine_tools must be true, false or ask, got {value!r}")
+
+
+def _machine_reach(names: list[str], home: str) -> tuple[list[str], frozenset[str]]:
+    """The chosen toolsets that act on this machine, and their tools that do (names checked)."""
     if not names:
-        return
+        return [], frozenset()
     os.environ["HERMES_HOME"] = home  # before any hermes module is imported
     try:
         import toolsets  # hermes-agent's registry of toolsets: a light import
@@ -91,6 +115,13 @@ def _check_toolsets(names: list[str], home: str) -> None:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"unknown hermes toolset {unknown[0]!r}; known: {', '.join(sorted(known))}")
+
+    def tools_of(sets: Any) -> set[str]:
+        return {tool for name in sets if name in known for tool in toolsets.resolve_toolset(name)}
+
+    acting = tools_of(MACHINE_TOOLSETS) - tools_of(HARMLESS_TOOLSETS)
+    touching = sorted(n for n in names if n in MACHINE_TOOLSETS or tools_of([n]) & acting)
+    return touching, frozenset(tools_of(names) & acting)
 
 
 def _check_reachable(base_url: str, api_key: str) -> None:

@@ -23,4 +23,4 @@ def pydantic_ai_backend(options: PydanticAIOptions | None = None) -> Any:
 
 
 pydantic_ai_backend.Options = PydanticAIOptions  # type: ignore[attr-defined]
-pydantic_ai_backend.capabilities = frozenset({"tools", "client_tools", "approvals"})  # type: ignore[attr-defined]
+pydantic_ai_backend.capabilities = frozenset({"tools", "client_tools", "approvals", "questions"})  # type: ignore[attr-defined]

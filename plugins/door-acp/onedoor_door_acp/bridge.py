@@ -15,6 +15,9 @@ answered here, so the connection only ever sees well-formed JSON-RPC:
 Each refusal is logged once, in one line. Every outgoing message is written with
 :func:`onedoor.jsonrpc.dumps`, which never fails on text.
 
+A response (to the door's own requests: permission, elicitation) whose ``error`` is not
+a JSON-RPC error object is given one (-32603), so the waiting request fails cleanly.
+
 Notifications other than ``session/cancel`` are dropped here (JSON-RPC gives them no
 reply), except ``$/cancel_request`` (the TypeScript SDK's request cancellation), which
 goes to :attr:`ChannelTransport.on_cancel_request`.
@@ -83,25 +86,27 @@ class ChannelTransport:
             if msg is None:
                 log.info("acp: %s", incoming.problem)
                 continue
-            if "method" in msg:
-                if "id" not in msg and msg["method"] == "$/cancel_request":
-                    params = msg.get("params")
-                    if self.on_cancel_request is not None and isinstance(params, dict):
-                        self.on_cancel_request(params.get("requestId"))
-                    continue
-                if "id" not in msg and msg["method"] not in self.notifications:
-                    log.debug("ignoring notification %r", msg["method"])
-                    continue
-                if msg.get("params") is None:
-                    msg["params"] = {}
-                elif isinstance(msg["params"], list):
-                    if "id" in msg:
-                        self._refused(f"{msg['method']}: positional params")
-                        await self._send_quietly(
-                            jsonrpc.error_response(msg["id"], jsonrpc.INVALID_PARAMS, "ACP params are an object")
-                        )
-                    continue
-                REQUEST_ID.set(msg.get("id"))
+            if "method" not in msg:  # a response to one of the door's requests
+                _fix_error(msg, self._refused)
+                return msg
+            if "id" not in msg and msg["method"] == "$/cancel_request":
+                params = msg.get("params")
+                if self.on_cancel_request is not None and isinstance(params, dict):
+                    self.on_cancel_request(params.get("requestId"))
+                continue
+            if "id" not in msg and msg["method"] not in self.notifications:
+                log.debug("ignoring notification %r", msg["method"])
+                continue
+            if msg.get("params") is None:
+                msg["params"] = {}
+            elif isinstance(msg["params"], list):
+                if "id" in msg:
+                    self._refused(f"{msg['method']}: positional params")
+                    await self._send_quietly(
+                        jsonrpc.error_response(msg["id"], jsonrpc.INVALID_PARAMS, "ACP params are an object")
+                    )
+                continue
+            REQUEST_ID.set(msg.get("id"))
             return msg
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -135,6 +140,19 @@ class ChannelTransport:
             await self.channel.send(jsonrpc.dumps(payload))
         except ChannelClosed:
             self.closed = True
+
+
+def _fix_error(response: dict[str, Any], refused: Callable[[str], None]) -> None:
+    """A response whose ``error`` is not ``{"code": int, "message": str}`` gets a well-formed
+    one (-32603) in its place: ``acp``'s connection would die on it, and the request that
+    waits for it fails cleanly instead."""
+    error = response.get("error")
+    if "error" not in response or (
+        isinstance(error, dict) and type(error.get("code")) is int and isinstance(error.get("message"), str)
+    ):
+        return
+    refused(f"malformed error in the response to {response.get('id')!r}: {error!r}")
+    response["error"] = jsonrpc.error_object(jsonrpc.INTERNAL_ERROR, "the client answered with a malformed error")
 
 
 def guarded(router: Callable[[str, Any, bool], Awaitable[Any]]) -> Callable[[str, Any, bool], Awaitable[Any]]:

@@ -25,9 +25,17 @@ class AcpOptions:
         metadata={"help": "ask: tools that need approval ask the editor; allow: approve without asking"},
     )
 
+    ask_fallback: str = field(
+        default="deny",
+        metadata={"help": "free-form questions to an editor without elicitation: deny or allow (both decline), "
+                          "or fail (the prompt ends with an error)"},
+    )
+
     def __post_init__(self) -> None:
         if self.permissions not in ("ask", "allow"):
             raise ValueError("permissions must be 'ask' or 'allow'")
+        if self.ask_fallback not in ("deny", "allow", "fail"):
+            raise ValueError("ask_fallback must be 'deny', 'allow' or 'fail'")
 
 
 class AcpDoor:

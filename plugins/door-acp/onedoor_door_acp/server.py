@@ -15,10 +15,13 @@ from typing import Any
 
 import onedoor
 from onedoor import jsonrpc
+from onedoor.askers import LiveAsker
 from onedoor.errors import OnedoorError, RunRefused
 from onedoor.events import (
     STOP_CANCELLED,
     STOP_MAX_TURNS,
+    QuestionAnswered,
+    QuestionAsked,
     ReasoningDelta,
     RunFailed,
     RunFinished,
@@ -26,9 +29,10 @@ from onedoor.events import (
     ToolFinished,
     ToolStarted,
 )
+from onedoor.questions import APPROVAL, Answer, Question, closing_answer
 
 from . import commands
-from .approvals import REJECTED, ask_editor
+from .approvals import REJECTED, TurnCancelled, ask_approval, ask_input
 from .bridge import REQUEST_ID, ChannelTransport, guarded
 from .sessions import DB_NAME, Session, SessionManager, SessionStore, UnknownSession, data_dir
 from .translate import (
@@ -66,7 +70,8 @@ def _invalid(message: str) -> Exception:
 
 
 class Turn:
-    """One prompt turn of one session: its run, cancel state and tool-call states."""
+    """One prompt turn of one session: its run, cancel state, tool-call states and the
+    questions it asks the editor (:mod:`.approvals`)."""
 
     def __init__(self, door: "AcpServer", session: Session) -> None:
         self.door = door
@@ -76,36 +81,70 @@ class Turn:
         self.done = asyncio.Event()
         self.recorder = TurnRecorder()
         self.announced: set[str] = set()
-        self.approved: set[str] = set()
         self.rejected: set[str] = set()
-        self.asks: set[asyncio.Task] = set()
+        self.requests: set[asyncio.Future] = set()  # requests to the editor waiting for a reply
+        self.asks: set[asyncio.Future] = set()  # questions being asked (done when each ends)
+        self.failure: str | None = None  # set by ask_fallback "fail": the prompt ends with an error
 
     def cancel(self) -> None:
         self.cancelled.set()
+        self.drop_requests()
         if self.run is not None:
             self.run.cancel()
+
+    def drop_requests(self) -> None:
+        """End the questions still open (the turn was cancelled, or its run has ended)."""
+        for request in list(self.requests):
+            request.cancel()
+
+    def fail(self, reason: str) -> None:
+        """End the turn with a JSON-RPC error (the run itself is cancelled)."""
+        if self.failure is None:
+            self.failure = reason
+        self.cancel()
 
     async def notify(self, update: dict[str, Any]) -> None:
         await self.door.notify(self.session.id, update)
 
-    async def ask_permission(self, call_id: str, name: str, arguments: Any) -> bool:
-        """Ask in a task of the door's own, so a backend cancelled meanwhile (its task
-        cancelled) does not cut the question short: the door still closes the call."""
+    async def ask(self, question: Question) -> Answer:
+        """The turn's live asker (see :mod:`.approvals`). Ends when the editor answers, or
+        at once when the turn is cancelled (the call is closed in the editor either way),
+        even if the kernel has stopped waiting for it."""
         if self.cancelled.is_set():
-            return False
-        task = asyncio.ensure_future(ask_editor(self, call_id, name, arguments))
-        self.asks.add(task)
-        task.add_done_callback(self.asks.discard)
+            return closing_answer(question, "cancelled")
+        asking = asyncio.get_running_loop().create_future()
+        self.asks.add(asking)
         try:
-            return await asyncio.shield(task)
+            if question.kind == APPROVAL and question.tool is not None:
+                return await ask_approval(self, question)
+            return await ask_input(self, question)
         except Exception:
-            log.debug("permission request failed", exc_info=True)
-            return False
+            log.warning("acp: asking the editor failed", exc_info=log.isEnabledFor(logging.DEBUG))
+            return closing_answer(question, "policy")
+        finally:
+            self.asks.discard(asking)
+            asking.set_result(None)
 
     async def settle(self) -> None:
-        """Wait for open permission questions to close (they end on cancel)."""
+        """Wait for open questions to close (they end on cancel), so the editor gets every
+        call closed before the prompt's reply."""
         if self.asks:
             await asyncio.wait(set(self.asks), timeout=self.door.ctx.kernel.limits.cancel_grace + 1)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a request to the editor: its result, or its error raised; TurnCancelled
+        once the turn is cancelled (which drops the open request)."""
+        if self.cancelled.is_set():
+            raise TurnCancelled()
+        request = asyncio.ensure_future(self.door.conn.send_request(method, params))
+        self.requests.add(request)
+        try:
+            return await request
+        except asyncio.CancelledError:  # the turn, or the run (the kernel stops asking), was cancelled
+            request.cancel()
+            raise TurnCancelled() from None  # the asker closes the call and answers no
+        finally:
+            self.requests.discard(request)
 
     async def reject(self, call_id: str, name: str, arguments: Any, reason: str = REJECTED) -> None:
         self.rejected.add(call_id)
@@ -416,7 +455,7 @@ class AcpServer:
             turn.cancel()
         try:
             tools = await self._editor_tools(session, kernel)
-            run = kernel.run(text, history=session.history, tools=tools, door="acp", approver=turn.ask_permission)
+            run = kernel.run(text, history=session.history, tools=tools, door="acp", asker=LiveAsker(turn.ask))
         except RunRefused as exc:
             session.turn = None
             turn.done.set()
@@ -439,8 +478,11 @@ class AcpServer:
             turn.cancel()
         finally:
             checkpoints.cancel()
+            turn.drop_requests()  # a question the run no longer waits for (it ended) gets no answer
             await turn.settle()
             note = "" if outcome is None or type(outcome) is RunFinished else f"\n[the run failed: {outcome.error}]"
+            if turn.failure is not None:
+                note = f"\n[the run failed: {turn.failure}]"
             session.history = base + turn.recorder.finish(note)
             session.turn = None
             try:
@@ -448,6 +490,8 @@ class AcpServer:
             except Exception:
                 log.exception("could not save session %s", session.id)
             turn.done.set()
+        if turn.failure is not None:
+            raise _error(jsonrpc.INTERNAL_ERROR, f"the run failed: {turn.failure}", {"runId": run.run_id})
         if turn.cancelled.is_set() or outcome is None:
             return {"stopReason": "cancelled"}
         if type(outcome) is RunFailed:
@@ -499,6 +543,8 @@ class AcpServer:
                         await turn.notify(tool_end(event.call_id, event.result, event.is_error))
                 elif kind is RunFinished or kind is RunFailed:
                     outcome = event
+                elif kind is QuestionAsked or kind is QuestionAnswered:
+                    pass  # the turn's asker carries questions (request_permission, elicitation/create)
         return outcome
 
 

@@ -134,8 +134,9 @@ class TurnRecorder:
             })
 
     def add_rejected(self, call_id: str, name: str, arguments: Any, reason: str) -> None:
-        """A tool call the user rejected before it ran."""
-        self.add(ToolStarted(call_id, name, arguments))
+        """A tool call the user rejected before it ran (announced by the backend already, or not)."""
+        if call_id not in self._calls:
+            self.add(ToolStarted(call_id, name, arguments))
         self.add(ToolFinished(call_id, name, reason, True))
 
     def _calls_open(self, message: dict[str, Any]) -> bool:

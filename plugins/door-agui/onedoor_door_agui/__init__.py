@@ -30,6 +30,13 @@ class AguiOptions:
     coalesce: bool = field(
         default=True, metadata={"help": "send the frames that are ready together in one write (off: one write per event)"}
     )
+    ask_fallback: Literal["deny", "allow", "fail"] = field(
+        default="deny",
+        metadata={
+            "help": "a question the run asks while too many runs wait for answers (Limits.max_parked_runs): "
+            "deny (reject/decline), allow (approve once; questions declined) or fail the run"
+        },
+    )
 
     def __post_init__(self) -> None:
         if not self.prefix.startswith("/") or self.prefix == "/":

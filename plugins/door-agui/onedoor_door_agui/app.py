@@ -3,9 +3,11 @@
 =====================  =======================================================
 GET  /agui/            the chat page (bundle inlined; opened with ``?token=`` the
                        transport swaps the token for a cookie)
-POST /agui/            run: a RunAgentInput in, an SSE stream of AG-UI events out
-POST /agui/cancel      ``{"runId": ..., "threadId": ...}``: stop a run; its stream
-                       ends with RUN_FINISHED and the cancelled outcome
+POST /agui/            run: a RunAgentInput in, an SSE stream of AG-UI events out;
+                       with ``resume``: answers to an interrupted run, which goes on
+POST /agui/cancel      ``{"runId": ..., "threadId": ...}``: stop a run (also one
+                       waiting for answers); a stream being read ends with
+                       RUN_FINISHED and the cancelled outcome
 GET  /agui/info        protocol version, endpoint and options
 =====================  =======================================================
 
@@ -17,22 +19,51 @@ content type, and decoded the JSON under :mod:`onedoor.wire`; its
 :class:`~onedoor_transport_http.sse.EventStream` streams the run, with this door's
 per-run :class:`~.translate.Translator` as the encoder. A client that goes away
 cancels its run.
+
+Questions (human in the loop): runs get a ``SuspendAsker``. A question ends the response
+with the interrupt outcome and parks the run in the kernel; the door remembers, per open
+interrupt, the thread, the AG-UI run that was interrupted and its open tool calls. A
+resume answers (:mod:`.interrupts`) and streams the rest of the run as a new AG-UI run
+(the input's ``runId``, ``parentRunId`` = the interrupted one). A resume that cannot be
+taken is refused before anything streams: 404 ``unknown_interrupt`` (also another
+thread's), 410 ``interrupt_expired``, 409 ``interrupt_answered``, 422 ``invalid_resume``.
+Abandoning expired interrupts (every entry ``cancelled``) is not an error: it gets a
+short run that ends with the cancelled outcome, so a client can move its thread on.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, MutableMapping
 
+from onedoor.askers import SuspendAsker
 from onedoor.errors import RunRefused
+from onedoor.events import QuestionAsked
+from onedoor.questions import Answer, Question, QuestionError
 from onedoor.wire import WireError, json_type
 from onedoor_transport_http.errors import send_error, send_json, send_refusal
 from onedoor_transport_http.guard import read_json
-from onedoor_transport_http.sse import EventStream
+from onedoor_transport_http.sse import SSE_HEADERS, EventStream
 
-from .convert import InputError, build_request
+from .convert import InputError, ResumeRequest, build_request, build_resume, is_resume
+from .interrupts import ERRORS, answer_for
 from .translate import PROTOCOL_VERSION, Translator, encode_all
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+PRINCIPAL = "local"  # every caller of this door, until tokens name principals
+ANSWERED_MEMORY = 1024  # interrupts this door resumed, remembered for a clear 409 on a second answer
+
+
+@dataclass
+class Interrupted:
+    """What the door keeps about one open interrupt (a parked run's question)."""
+
+    question: Question
+    thread_id: str
+    agui_run_id: str  # the AG-UI run that ended with the interrupt: the resumed run's parentRunId
+    stream: Any  # the kernel's RunStream of that response (cancel() stops the parked run)
+    carried: dict[str, tuple[str, str]]  # its open tool calls, for the run that resumes it
 
 
 class AguiApp:
@@ -42,6 +73,9 @@ class AguiApp:
         self.door_name = door_name
         self.page = page
         self.runs: dict[str, tuple[str, Any]] = {}  # runId -> (threadId, RunStream)
+        self.interrupts: dict[str, Interrupted] = {}  # open interrupt (question) id -> where it came from
+        self.answered: OrderedDict[str, str] = OrderedDict()  # interrupt id -> outcome, recently resumed here
+        self.asker = SuspendAsker(fallback=getattr(options, "ask_fallback", "deny"))
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
         if scope["type"] != "http":
@@ -111,15 +145,22 @@ class AguiApp:
             await send_error(send, 422, "invalid_request", "send {\"runId\": ..., \"threadId\": ...}")
             return
         found = self.runs.get(run_id)
+        if found is None:  # a run waiting for answers is cancelled by the runId that was interrupted
+            found = next(((i.thread_id, i.stream) for i in self.interrupts.values() if i.agui_run_id == run_id), None)
         if found is None or data.get("threadId", found[0]) != found[0]:
             await send_error(send, 404, "not_found", f"no run {run_id!r} is in progress")
             return
         found[1].cancel()
+        for qid in [qid for qid, i in self.interrupts.items() if i.agui_run_id == run_id and i.stream is found[1]]:
+            del self.interrupts[qid]  # a parked run: its interrupts are closed now
         await send_json(send, 200, {"cancelled": True, "runId": run_id})
 
     async def run(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
         data = await self._object_body(scope, receive, send, "a RunAgentInput")
         if data is None:
+            return
+        if is_resume(data):
+            await self.resume(scope, receive, send, data)
             return
         try:
             request = build_request(data)
@@ -137,29 +178,138 @@ class AguiApp:
                 door=self.door_name,
                 run_id=request.run_id,
                 extras=request.extras,
+                asker=self.asker,
+                principal=PRINCIPAL,
             )
         except RunRefused as exc:
             await send_refusal(send, exc)
             return
+        translator = Translator(
+            request.thread_id, request.run_id, record=self._records(request), input_messages=request.messages
+        )
+        await self._stream(scope, receive, send, run, translator)
+
+    def _records(self, request: Any) -> bool:
+        """Whether this run ends with a MESSAGES_SNAPSHOT (the snapshot options)."""
         options = self.options
-        record = options.snapshot == "always" or (
+        return options.snapshot == "always" or (
             options.snapshot != "never"
             and (request.wants_snapshot or (options.snapshot_after > 0 and len(request.messages) >= options.snapshot_after))
         )
-        translator = Translator(request.thread_id, request.run_id, record=record, input_messages=request.messages)
+
+    async def _stream(self, scope: dict[str, Any], receive: Any, send: Send, run: Any, translator: Translator) -> None:
+        """Stream one kernel RunStream as this AG-UI run (the door owns ``run`` from here)."""
+        options = self.options
+
+        def encode(event: Any) -> bytes:
+            if type(event) is QuestionAsked:  # the run is parked already: remember the interrupt before the client sees it
+                self._remember(event.question, translator, run)
+            return translator.feed_sse(event)
 
         def close(error: str | None) -> bytes:
             """RUN_FINISHED (cancelled) or RUN_ERROR, unless the run already ended."""
             return encode_all(translator.finish(None if error is None else f"the AG-UI door failed: {error}"))
 
-        stream = EventStream(
-            run, translator.feed_sse, close=close, keepalive=options.keepalive, coalesce=options.coalesce
-        )
-        self.runs[request.run_id] = (request.thread_id, run)
+        stream = EventStream(run, encode, close=close, keepalive=options.keepalive, coalesce=options.coalesce)
+        self.runs[translator.run_id] = (translator.thread_id, run)
         try:
             await stream(scope, receive, send)
         finally:
-            self.runs.pop(request.run_id, None)
+            if self.runs.get(translator.run_id, (None, None))[1] is run:
+                del self.runs[translator.run_id]
+
+    # -- interrupts ------------------------------------------------------------------------
+    def _remember(self, question: Question, translator: Translator, run: Any) -> None:
+        if len(self.interrupts) >= 2 * self.kernel.limits.max_parked_runs:
+            self._forget_closed()
+        self.interrupts[question.id] = Interrupted(
+            question, translator.thread_id, translator.run_id, run, translator.open_calls()
+        )
+
+    def _forget_closed(self) -> None:
+        """Drop interrupts whose run no longer waits (expired, cancelled, answered elsewhere)."""
+        open_ids: set[str] = set()
+        for run_id in {i.question.run_id for i in self.interrupts.values()}:
+            open_ids.update(q.id for q in self.kernel.open_questions(run_id, principal=PRINCIPAL))
+        for qid in [qid for qid in self.interrupts if qid not in open_ids]:
+            del self.interrupts[qid]
+
+    def _closed_reason(self, interrupt_id: str) -> QuestionError:
+        """Why ``interrupt_id`` cannot be answered here: the kernel's expired/answered, else unknown
+        (an open question of another thread is unknown, as far as this client goes)."""
+        try:
+            self.kernel.check_question(interrupt_id, principal=PRINCIPAL)
+        except QuestionError as exc:
+            if exc.reason in ("expired", "answered"):
+                return exc
+        return QuestionError("unknown", f"no open interrupt {interrupt_id!r} on this thread")
+
+    def _answers(self, request: ResumeRequest) -> tuple[list[Answer], Interrupted]:
+        """The kernel's answers for the resume entries, and the interrupt they continue from."""
+        answers: list[Answer] = []
+        first: Interrupted | None = None
+        for interrupt_id, status, payload in request.entries:
+            found = self.interrupts.get(interrupt_id)
+            if found is None or found.thread_id != request.thread_id:
+                raise self._closed_reason(interrupt_id)
+            if first is not None and found.question.run_id != first.question.run_id:
+                raise QuestionError("invalid", "the entries answer interrupts of different runs; resume one run at a time")
+            first = first or found
+            answers.append(answer_for(found.question, status, payload))
+        assert first is not None
+        return answers, first
+
+    async def resume(self, scope: dict[str, Any], receive: Any, send: Send, data: dict[str, Any]) -> None:
+        try:
+            request = build_resume(data)
+        except InputError as exc:
+            await send_error(send, 422, "invalid_request", str(exc))
+            return
+        if request.run_id in self.runs:
+            await send_error(send, 409, "conflict", f"run {request.run_id!r} is already in progress")
+            return
+        try:
+            answers, parent = self._answers(request)
+            run = self.kernel.resume(answers, principal=PRINCIPAL, door=self.door_name)
+        except QuestionError as exc:
+            if exc.reason == "expired" and self._all_abandoned_expired(request):
+                await self._abandoned(send, request)
+                return
+            status, code = ERRORS.get(exc.reason, (422, "invalid_resume"))
+            await send_error(send, status, code, str(exc))
+            return
+        for answer in answers:
+            self.interrupts.pop(answer.question_id, None)
+            self.answered[answer.question_id] = answer.outcome
+        while len(self.answered) > ANSWERED_MEMORY:
+            self.answered.popitem(last=False)
+        translator = Translator(
+            request.thread_id,
+            request.run_id,
+            record=self._records(request),
+            input_messages=request.messages,
+            parent_run_id=parent.agui_run_id,
+            carried=parent.carried,
+        )
+        await self._stream(scope, receive, send, run, translator)
+
+    def _all_abandoned_expired(self, request: ResumeRequest) -> bool:
+        return all(
+            status == "cancelled" and self._closed_reason(interrupt_id).reason == "expired"
+            for interrupt_id, status, _ in request.entries
+        )
+
+    async def _abandoned(self, send: Send, request: ResumeRequest) -> None:
+        """Expired interrupts abandoned (the spec's way past them): the parked run already
+        ended cancelled, so this run has nothing to do and says so."""
+        parent = None
+        for interrupt_id, _, _ in request.entries:
+            found = self.interrupts.pop(interrupt_id, None)
+            if found is not None and found.thread_id == request.thread_id:
+                parent = parent or found.agui_run_id
+        translator = Translator(request.thread_id, request.run_id, parent_run_id=parent)
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        await send({"type": "http.response.body", "body": encode_all(translator.finish()), "more_body": False})
 
 
-__all__ = ["AguiApp"]
+__all__ = ["AguiApp", "Interrupted"]

@@ -1,4 +1,5 @@
-"""A RunAgentInput (its JSON) -> the kernel's prompt, history and client tools.
+"""A RunAgentInput (its JSON) -> the kernel's prompt, history and client tools, or
+(with ``resume``) the answers to a parked run's interrupts.
 
 The last user message is the prompt and every message before it is history. When the
 client answers frontend tool calls, its messages end with the tool results after the
@@ -16,6 +17,7 @@ from onedoor.port import Message, ToolCall, ToolSpec
 from onedoor.wire import WireError, decode_json
 
 CONTINUE_PROMPT = ""  # a continuation: the kernel takes an empty message after tool results
+MAX_RESUME_ENTRIES = 64  # one resume answers the interrupts of one run; more is not a real client
 KNOWN_ROLES = ("user", "assistant", "tool", "system", "developer", "reasoning", "activity")
 
 
@@ -39,6 +41,29 @@ class RunRequest:
     def wants_snapshot(self) -> bool:
         props = self.forwarded_props
         return isinstance(props, dict) and bool(props.get("messagesSnapshot"))
+
+
+@dataclass
+class ResumeRequest:
+    """A RunAgentInput whose ``resume`` answers interrupts: the run that continues is the
+    parked one, so messages, tools and state are not run again (messages only feed a
+    MESSAGES_SNAPSHOT)."""
+
+    thread_id: str
+    run_id: str
+    entries: list[tuple[str, str, Any]]  # (interruptId, status, payload), in order
+    messages: list[dict[str, Any]]
+    forwarded_props: Any = None
+
+    @property
+    def wants_snapshot(self) -> bool:
+        props = self.forwarded_props
+        return isinstance(props, dict) and bool(props.get("messagesSnapshot"))
+
+
+def is_resume(data: Any) -> bool:
+    """A RunAgentInput that carries resume entries (an empty list answers nothing: a plain run)."""
+    return isinstance(data, dict) and data.get("resume") not in (None, [])
 
 
 def precheck(data: Any) -> None:
@@ -148,6 +173,31 @@ def build_request(data: dict[str, Any]) -> RunRequest:
         forwarded_props=parsed.forwarded_props,
         state=parsed.state,
         extras={"thread_id": parsed.thread_id, "state": parsed.state, "forwarded_props": parsed.forwarded_props},
+    )
+
+
+def build_resume(data: dict[str, Any]) -> ResumeRequest:
+    """Validate a resuming RunAgentInput; :class:`InputError` with a one-line reason."""
+    from ag_ui.core import RunAgentInput
+    from pydantic import ValidationError
+
+    precheck(data)
+    resume = data.get("resume")
+    if isinstance(resume, list) and len(resume) > MAX_RESUME_ENTRIES:
+        raise InputError(f"'resume' has {len(resume)} entries; at most {MAX_RESUME_ENTRIES} are taken")
+    try:
+        parsed = RunAgentInput.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(_describe(exc)) from None
+    entries: list[tuple[str, str, Any]] = [(e.interrupt_id, e.status, e.payload) for e in parsed.resume or ()]
+    if not entries:
+        raise InputError("'resume' names no interrupt")
+    return ResumeRequest(
+        thread_id=parsed.thread_id,
+        run_id=parsed.run_id,
+        entries=entries,
+        messages=[m.model_dump(by_alias=True, mode="json") for m in parsed.messages],
+        forwarded_props=parsed.forwarded_props,
     )
 
 

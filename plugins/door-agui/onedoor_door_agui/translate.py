@@ -13,9 +13,18 @@ ReasoningDelta         REASONING_START + REASONING_MESSAGE_START once, then
 ToolStarted            TOOL_CALL_START, TOOL_CALL_ARGS, TOOL_CALL_END
 ToolFinished           TOOL_CALL_RESULT
 RunFinished            RUN_FINISHED with outcome success (pendingToolCallIds for
-                       frontend tools left open) or cancelled
+                       frontend tools left open) or cancelled; stop_reason
+                       ``suspended``: the interrupt outcome (:mod:`.interrupts`)
 RunFailed              RUN_ERROR
+QuestionAsked          nothing yet: its interrupt goes into the RUN_FINISHED that follows
+QuestionAnswered       CUSTOM ``onedoor.question_answered`` (interruptId, outcome, how)
 =====================  ===============================================================
+
+A run resumed after an interrupt is a new AG-UI run (the resuming input's ``runId``)
+whose RUN_STARTED names the interrupted run in ``parentRunId``. Tool calls the
+interrupted run left open (the one waiting for approval) are ``carried`` over: when one
+finishes, the call is reopened (TOOL_CALL_START with the same id, name and parent, then
+TOOL_CALL_END, no arguments) so that its TOOL_CALL_RESULT refers to a call of this run.
 
 Open text and reasoning messages are closed before anything that must not nest in them
 and before the terminal event. There is exactly one terminal event: events after it are
@@ -23,7 +32,7 @@ dropped, and :meth:`Translator.finish` supplies one if the core stream never did
 Frames are written with :func:`onedoor.wire.encode_json`, so a lone surrogate in a
 backend's text (half an emoji split across two deltas) leaves as a ``\\u`` escape and the
 client's joined text gets the emoji back.
-It imports nothing but the standard library and the kernel's events and wire policy.
+It imports nothing but the standard library and the kernel's events, questions and wire policy.
 """
 
 from __future__ import annotations
@@ -35,6 +44,9 @@ from typing import Any, Iterable
 from onedoor.events import (
     STOP_CANCELLED,
     STOP_PENDING_TOOLS,
+    STOP_SUSPENDED,
+    QuestionAnswered,
+    QuestionAsked,
     ReasoningDelta,
     RunFailed,
     RunFinished,
@@ -44,6 +56,8 @@ from onedoor.events import (
     ToolStarted,
 )
 from onedoor.wire import WireError, decode_json, encode_json
+
+from .interrupts import question_to_interrupt
 
 PROTOCOL_VERSION = "1.0"
 
@@ -83,7 +97,9 @@ class Translator:
     """Translate one run's core events into AG-UI events.
 
     ``record`` keeps the messages this run produces so that :meth:`snapshot` can
-    build a MESSAGES_SNAPSHOT (the input's messages plus this run's).
+    build a MESSAGES_SNAPSHOT (the input's messages plus this run's). A resumed run gets
+    ``parent_run_id`` (the interrupted AG-UI run) and ``carried``: the tool calls that
+    run left open, ``{call_id: (name, parent_message_id)}`` (see :meth:`open_calls`).
     """
 
     def __init__(
@@ -94,9 +110,15 @@ class Translator:
         id_prefix: str | None = None,
         record: bool = False,
         input_messages: Iterable[dict[str, Any]] = (),
+        parent_run_id: str | None = None,
+        carried: dict[str, tuple[str, str]] | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
+        self.parent_run_id = parent_run_id
+        self.carried = dict(carried or {})  # open calls of the interrupted run: id -> (name, parent)
+        self.parents: dict[str, str] = {}  # tool call id -> its parent message id
+        self.interrupts: list[dict[str, Any]] = []  # from QuestionAsked, for the interrupt outcome
         self.prefix = id_prefix if id_prefix is not None else f"m{uuid.uuid4().hex[:12]}-"
         self._count = 0
         self.started = False
@@ -178,7 +200,19 @@ class Translator:
             self._finished(event.stop_reason, out)
         elif kind is RunFailed:
             self._failed(str(event.error), out)
+        elif kind is QuestionAsked:
+            self.interrupts.append(question_to_interrupt(event.question))
+        elif kind is QuestionAnswered:
+            answer = event.answer
+            value = {"interruptId": answer.question_id, "outcome": answer.outcome, "how": answer.how}
+            out.append({"type": "CUSTOM", "name": "onedoor.question_answered", "value": value})
         return out
+
+    def open_calls(self) -> dict[str, tuple[str, str]]:
+        """Tool calls started (here or carried over) without a result: id -> (name, parent message id)."""
+        calls = dict(self.carried)
+        calls.update({cid: (name, self.parents[cid]) for cid, name in self.pending.items()})
+        return calls
 
     def finish(self, error: str | None = None) -> list[dict[str, Any]]:
         """The terminal events if none was sent yet: RUN_ERROR with ``error``, else
@@ -195,14 +229,10 @@ class Translator:
     # -- pieces -----------------------------------------------------------------------------
     def _start(self) -> list[dict[str, Any]]:
         self.started = True
-        return [
-            {
-                "type": "RUN_STARTED",
-                "threadId": self.thread_id,
-                "runId": self.run_id,
-                "protocolVersion": PROTOCOL_VERSION,
-            }
-        ]
+        event = {"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id, "protocolVersion": PROTOCOL_VERSION}
+        if self.parent_run_id is not None:
+            event["parentRunId"] = self.parent_run_id
+        return [event]
 
     def _close_text(self, out: list[dict[str, Any]]) -> None:
         if self.text_id is not None:
@@ -250,6 +280,7 @@ class Translator:
             out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": args})
         out.append({"type": "TOOL_CALL_END", "toolCallId": call_id})
         self.pending[call_id] = event.name
+        self.parents[call_id] = parent
         if self.record:
             message = self._by_id[parent]
             message.setdefault("toolCalls", []).append(
@@ -257,10 +288,15 @@ class Translator:
             )
 
     def _tool_finished(self, event: ToolFinished, out: list[dict[str, Any]]) -> None:
-        if self.pending.pop(event.call_id, None) is None:
+        carried = self.carried.pop(event.call_id, None) if event.call_id not in self.pending else None
+        if self.pending.pop(event.call_id, None) is None and carried is None:
             return  # no open call with that id: nothing a client could attach it to
         self._close_reasoning(out)
         self._close_text(out)
+        if carried is not None:  # a call of the interrupted run: reopen it in this one
+            name, parent = carried
+            out.append({"type": "TOOL_CALL_START", "toolCallId": event.call_id, "toolCallName": name, "parentMessageId": parent})
+            out.append({"type": "TOOL_CALL_END", "toolCallId": event.call_id})
         mid = self._new_id()
         self.last_assistant = None
         content = _result_text(event.result)
@@ -280,8 +316,13 @@ class Translator:
 
     def _finished(self, stop_reason: str, out: list[dict[str, Any]]) -> None:
         self._close_all(out)
-        if stop_reason == STOP_CANCELLED:
-            outcome: dict[str, Any] = {"type": "cancelled"}
+        if stop_reason == STOP_SUSPENDED:
+            if not self.interrupts:  # never from the kernel: a suspended ending follows its question
+                self._failed("the run stopped for a question the door never saw", out, "no_interrupt")
+                return
+            outcome: dict[str, Any] = {"type": "interrupt", "interrupts": list(self.interrupts)}
+        elif stop_reason == STOP_CANCELLED:
+            outcome = {"type": "cancelled"}
         elif stop_reason == STOP_PENDING_TOOLS and self.pending:
             outcome = {"type": "success", "pendingToolCallIds": list(self.pending)}
         else:
@@ -293,9 +334,9 @@ class Translator:
         self.outcome = event
         self.ended = True
 
-    def _failed(self, error: str, out: list[dict[str, Any]]) -> None:
+    def _failed(self, error: str, out: list[dict[str, Any]], code: str = "run_failed") -> None:
         self._close_all(out)
-        event = {"type": "RUN_ERROR", "message": error or "the run failed", "code": "run_failed"}
+        event = {"type": "RUN_ERROR", "message": error or "the run failed", "code": code}
         out.append(event)
         self.outcome = event
         self.ended = True

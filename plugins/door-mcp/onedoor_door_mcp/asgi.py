@@ -92,7 +92,22 @@ class McpApp:
             return
         if kind != "http":
             return
-        await self.manager.handle_request(scope, receive, send)
+        if scope.get("method") != "POST":
+            await self.manager.handle_request(scope, receive, send)
+            return
+        # A POST carries a call: note when its client goes away, so the call's run can be
+        # cancelled (the SDKs do not tell a handler), e.g. while the agent waits for an answer.
+        import anyio
+
+        gone = anyio.Event()
+
+        async def watched() -> Any:
+            message = await receive()
+            if message.get("type") == "http.disconnect":
+                gone.set()
+            return message
+
+        await self.manager.handle_request({**scope, sdk.CLIENT_GONE: gone}, watched, send)
 
     async def _own_lifespan(self, receive: Any, send: Any) -> None:
         """Run standalone (not mounted): serve the ASGI lifespan protocol ourselves."""

@@ -9,6 +9,11 @@ SDK's model refuses. A response to a request the server never sent is dropped. E
 refusal is logged once, in one line. Everything else goes to the SDK's server session
 through anyio memory streams of SessionMessage.
 
+While the server waits for the peer's answer to a request of its own (an elicitation:
+the agent asked a question), an answer the SDK cannot read, or a message too broken to
+tell, fails that request with an error for the SDK: the question is answered no, and
+the tool call completes, instead of waiting for an answer that will never come.
+
 All output goes through one writer and :func:`onedoor.jsonrpc.dumps`, so messages never
 interleave and never fail to encode (a lone surrogate goes out as a ``\\u`` escape).
 When the peer closes the channel, in-flight calls are cancelled (their backends
@@ -58,6 +63,12 @@ def decode(text: str) -> tuple[Any, str | None]:
     except ValueError as exc:
         if method is not None and "id" not in data:
             return None, f"dropped notification {method!r}: {exc}"
+        if method is None:
+            # A response the SDK cannot read (e.g. a non-object result to elicitation/create):
+            # the request it answers fails with an error instead of waiting for ever.
+            problem = f"unreadable response to request {data['id']!r}: {exc}"
+            error = jsonrpc.error_response(data["id"], jsonrpc.INVALID_REQUEST, f"the client's response could not be read: {exc}")
+            return sdk.parse_message(error), problem
         return jsonrpc.error_response(data.get("id"), jsonrpc.INVALID_REQUEST, str(exc)), str(exc)
 
 
@@ -118,6 +129,7 @@ class ChannelSession:
             except MessageTooLarge as exc:
                 self.refused(str(exc))
                 await self.answers.send(jsonrpc.error_response(None, jsonrpc.INVALID_REQUEST, str(exc)))
+                await self.fail_asked(list(self.asked), str(exc))
             except ChannelClosed:
                 return None
             except Exception as exc:  # noqa: BLE001 - a broken transport ends the session, quietly
@@ -136,6 +148,8 @@ class ChannelSession:
                     continue
                 if isinstance(item, dict):
                     await self.answers.send(item)
+                    if self.asked:
+                        await self.fail_asked(self.left_unanswered(text, item), problem or "unreadable")
                     continue
                 if not self.expected(item):
                     continue
@@ -143,6 +157,37 @@ class ChannelSession:
                     await self.to_server.send(item)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     return  # the session has ended
+
+    def left_unanswered(self, text: str, reply: dict[str, Any]) -> list[Any]:
+        """The server's open requests that a refused message leaves without an answer: the
+        one it answered, if it was a response; every one, if it could not be read far
+        enough to tell (no id); none, if it was a request."""
+        from onedoor.wire import WireError, decode_json
+
+        refused_id = reply.get("id")
+        if refused_id is None:
+            return list(self.asked)
+        try:
+            value = decode_json(text)
+        except WireError:
+            return list(self.asked)
+        is_response = isinstance(value, dict) and "method" not in value
+        return [refused_id] if is_response and refused_id in self.asked else []
+
+    async def fail_asked(self, failing: list[Any], why: str) -> None:
+        """The server's requests ``failing`` (an elicitation) get an error in place of the
+        peer's unreadable answer, so the agent's question is answered no instead of waiting
+        for ever. A later answer to one is dropped as an answer to a request never sent."""
+        import anyio
+
+        for asked_id in failing:
+            self.asked.discard(asked_id)
+            error = jsonrpc.error_response(asked_id, jsonrpc.INVALID_REQUEST, f"the client's answer could not be read: {why}")
+            log.info("mcp: request %r to %s fails: its answer could not be read", asked_id, self.peer)
+            try:
+                await self.to_server.send(sdk.parse_message(error))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
 
     def expected(self, item: Any) -> bool:
         """Note a request's id; False for a response to a request the server never sent."""

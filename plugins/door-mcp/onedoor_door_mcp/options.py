@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass
@@ -24,7 +25,17 @@ class McpOptions:
         default=True, metadata={"help": "HTTP: refuse Host/Origin headers not allowed (421/403)"}
     )
     max_body_bytes: int = field(default=4 * 1024 * 1024, metadata={"help": "HTTP: largest request body (mcp 2.x)"})
+    ask_fallback: Literal["deny", "allow", "fail"] = field(
+        default="deny",
+        metadata={
+            "help": "what the agent's questions get when the client cannot be asked (no elicitation capability): "
+            "deny (approvals rejected, questions declined), allow (approvals allowed once, questions declined) "
+            "or fail (the call ends with an error)"
+        },
+    )
 
     def __post_init__(self) -> None:
         if not self.tool_name.strip():
             raise ValueError("tool_name must not be empty")
+        if self.ask_fallback not in ("deny", "allow", "fail"):
+            raise ValueError(f"ask_fallback must be deny, allow or fail; got {self.ask_fallback!r}")

@@ -27,7 +27,11 @@ Differences handled here:
   on 1.x the door cancels the session's runs itself (:class:`SessionScope`);
 - unknown request methods: 1.x answers -32602 for a method outside its request union,
   so the door answers -32601 itself (:func:`is_unknown_method`);
-- the streamable HTTP session manager's constructor arguments.
+- the streamable HTTP session manager's constructor arguments;
+- asking the client (:class:`Peer`): the client's capabilities (``client_params`` on
+  1.x, ``client_capabilities`` on 2.x, where a 2026-07-28 connection has no back-channel
+  for server requests) and ``elicitation/create`` tied to the tool call's request
+  (``ServerRequest`` wrapper on 1.x, snake_case fields on 2.x).
 """
 
 from __future__ import annotations
@@ -121,8 +125,86 @@ class Progress:
         )
 
 
+CLIENT_GONE = "onedoor.mcp.client_gone"  # ASGI scope key: an anyio.Event set on http.disconnect
+
+
+class Peer:
+    """The client of one ``tools/call``: can it be asked (form-mode elicitation), and asking it.
+
+    The request goes out tied to the tool call (``related_request_id``), so over
+    streamable HTTP it rides the call's own response stream, and over stdio and SLIM the
+    session's one channel.
+    """
+
+    def __init__(self, session: Any, request_id: Any, request: Any = None) -> None:
+        self.session = session
+        self.request_id = request_id
+        self.request = request  # the HTTP request that carried the call (Starlette), if any
+
+    @property
+    def gone(self) -> Any:
+        """An event set when the HTTP client of this call disconnects (None off HTTP);
+        the door's ASGI app puts it in the request's scope (:data:`CLIENT_GONE`)."""
+        scope = getattr(self.request, "scope", None)
+        return scope.get(CLIENT_GONE) if isinstance(scope, dict) else None
+
+    def capabilities(self) -> Any:
+        """The capabilities the client declared (None if it declared none, e.g. 1.x stateless HTTP)."""
+        if MAJOR >= 2:
+            return getattr(self.session, "client_capabilities", None)
+        params = getattr(self.session, "client_params", None)
+        return getattr(params, "capabilities", None)
+
+    @property
+    def can_elicit(self) -> bool:
+        """The client declared form-mode elicitation and this connection can carry a server request."""
+        caps = self.capabilities()
+        elicitation = getattr(caps, "elicitation", None)
+        if elicitation is None:
+            return False
+        # ``elicitation: {}`` (before 2025-11-25) means form mode; ``{url: {}}`` alone does not.
+        if getattr(elicitation, "form", None) is None and getattr(elicitation, "url", None) is not None:
+            return False
+        if MAJOR >= 2:
+            version = getattr(self.session, "protocol_version", "")
+            if version in _modern_versions() or not getattr(self.session, "can_send_request", True):
+                return False  # 2026-07-28: no server-initiated requests (multi-round-trip instead)
+        return True
+
+    @property
+    def client_name(self) -> str:
+        params = getattr(self.session, "client_params", None)
+        info = getattr(params, "clientInfo", None) or getattr(params, "client_info", None)
+        return str(getattr(info, "name", "") or "")
+
+    async def elicit(self, message: str, schema: dict[str, Any], meta: dict[str, Any] | None = None) -> tuple[str, Any]:
+        """Send ``elicitation/create`` (form mode) and return the client's ``(action, content)``.
+
+        Raises what the SDK raises: an error response, a result its model refuses, a
+        closed connection.
+        """
+        if MAJOR >= 2:
+            params = types.ElicitRequestFormParams(message=message, requested_schema=schema, _meta=meta)  # type: ignore[call-arg]
+            request: Any = types.ElicitRequest(params=params)
+        else:
+            params = types.ElicitRequestFormParams(message=message, requestedSchema=schema, _meta=meta)  # type: ignore[arg-type]
+            request = types.ServerRequest(types.ElicitRequest(params=params))
+        result = await self.session.send_request(
+            request, types.ElicitResult, metadata=ServerMessageMetadata(related_request_id=self.request_id)
+        )
+        return result.action, result.content
+
+
+def _modern_versions() -> tuple[str, ...]:
+    try:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # type: ignore[import-not-found]
+    except ImportError:  # 1.x, or a 2.x without the 2026-07-28 era
+        return ()
+    return tuple(MODERN_PROTOCOL_VERSIONS)
+
+
 ListTools = Callable[[], list[dict[str, Any]]]
-CallTool = Callable[[str, Any, "Progress | None"], Awaitable[Outcome]]
+CallTool = Callable[..., Awaitable[Outcome]]  # (name, arguments, progress[, peer=Peer])
 SetLevel = Callable[[str], None]
 
 
@@ -140,11 +222,12 @@ def _result(outcome: Outcome) -> Any:
     return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)], isError=outcome.is_error)
 
 
-async def _call(call_tool: CallTool, name: str, arguments: Any, progress: Progress | None) -> Any:
+async def _call(call_tool: CallTool, name: str, arguments: Any, progress: Progress | None, peer: Peer | None) -> Any:
     """The tool's result; a ProtocolError as the SDK's error; anything unexpected as an
     internal error logged in one line (the SDKs would log it with a traceback)."""
     try:
-        return _result(await call_tool(name, arguments, progress))
+        outcome = await (call_tool(name, arguments, progress) if peer is None else call_tool(name, arguments, progress, peer=peer))
+        return _result(outcome)
     except ProtocolError as exc:
         raise _sdk_error(exc) from None
     except Exception as exc:  # answered, not crashed (the traceback at DEBUG only)
@@ -154,15 +237,23 @@ async def _call(call_tool: CallTool, name: str, arguments: Any, progress: Progre
 
 
 def build_server(
-    name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel
+    name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel,
+    *, with_peer: bool = False,
 ) -> Any:
-    """A low-level MCP server with tools/list, tools/call and logging/setLevel."""
+    """A low-level MCP server with tools/list, tools/call and logging/setLevel.
+
+    ``call_tool(name, arguments, progress)``; with ``with_peer`` it also gets
+    ``peer=`` (a :class:`Peer`, to ask the client).
+    """
     if MAJOR >= 2:
-        return _build_server_2(name, version, instructions, list_tools, call_tool, set_level)
-    return _build_server_1(name, version, instructions, list_tools, call_tool, set_level)
+        return _build_server_2(name, version, instructions, list_tools, call_tool, set_level, with_peer)
+    return _build_server_1(name, version, instructions, list_tools, call_tool, set_level, with_peer)
 
 
-def _build_server_1(name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel) -> Any:
+def _build_server_1(
+    name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel,
+    with_peer: bool,
+) -> Any:
     server = Server(name, version=version, instructions=instructions)
 
     async def on_list_tools(req: Any) -> Any:
@@ -172,7 +263,8 @@ def _build_server_1(name: str, version: str, instructions: str, list_tools: List
         ctx = server.request_context
         token = _progress_token(ctx.meta)
         progress = Progress(ctx.session, token, ctx.request_id) if token is not None else None
-        return types.ServerResult(await _call(call_tool, req.params.name, req.params.arguments, progress))
+        peer = Peer(ctx.session, ctx.request_id, getattr(ctx, "request", None)) if with_peer else None
+        return types.ServerResult(await _call(call_tool, req.params.name, req.params.arguments, progress, peer))
 
     async def on_set_level(req: Any) -> Any:
         set_level(str(req.params.level))
@@ -185,14 +277,18 @@ def _build_server_1(name: str, version: str, instructions: str, list_tools: List
     return server
 
 
-def _build_server_2(name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel) -> Any:
+def _build_server_2(
+    name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel,
+    with_peer: bool,
+) -> Any:
     async def on_list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[_tool(t) for t in list_tools()])
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
         token = _progress_token(ctx.meta)
         progress = Progress(ctx.session, token, ctx.request_id) if token is not None else None
-        return await _call(call_tool, params.name, params.arguments, progress)
+        peer = Peer(ctx.session, ctx.request_id, getattr(ctx, "request", None)) if with_peer else None
+        return await _call(call_tool, params.name, params.arguments, progress, peer)
 
     async def on_set_level(ctx: Any, params: Any) -> Any:
         set_level(str(params.level))

@@ -54,6 +54,7 @@ def build(kernel: Kernel, options: McpOptions | None = None, door: str = "mcp") 
         description=describe_tool(kernel, options),
         door=door,
         progress_tools=options.progress_tools,
+        ask_fallback=options.ask_fallback,
     )
     levels: dict[str, str] = {}
 
@@ -62,6 +63,7 @@ def build(kernel: Kernel, options: McpOptions | None = None, door: str = "mcp") 
         log.debug("client asked for log level %s", level)
 
     server = sdk.build_server(
-        options.server_name, door_version(), instructions(kernel, options), tool.definitions, tool.call, set_level
+        options.server_name, door_version(), instructions(kernel, options), tool.definitions, tool.call, set_level,
+        with_peer=True,
     )
     return server, tool

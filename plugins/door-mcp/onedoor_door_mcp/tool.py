@@ -4,6 +4,11 @@ Text deltas and tool calls go out as progress notifications while the run goes o
 (only when the client sent a progress token). ``notifications/cancelled`` cancels the
 SDK's handler task; the run itself is consumed in a task of its own, so a cancelled
 call can still stop the backend properly (``run.cancel()``, then wait for the end).
+
+The agent's questions (tool approvals, free-form questions) go to the client as
+elicitation within the call when it declared the capability (:mod:`.elicit`); the run
+waits meanwhile, so no progress goes out until the answer came. Otherwise the door's
+``ask_fallback`` policy answers them.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ import asyncio
 import json
 from typing import Any
 
+from onedoor.askers import Asker, PolicyAsker
 from onedoor.errors import RunRefused
 from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
 from onedoor.jsonrpc import INVALID_PARAMS
 from onedoor.kernel import Kernel
 
-from .sdk import Outcome, Progress, ProtocolError, current_session
+from .elicit import live_asker
+from .sdk import Outcome, Peer, Progress, ProtocolError, current_session
 
 ROLES = ["user", "assistant", "system"]
 META_KIND = "onedoor/event"  # key in a progress notification's _meta: text, tool_started, tool_finished
@@ -59,12 +66,16 @@ def _short(value: Any, limit: int = 200) -> str:
 class AskTool:
     """Runs the agent for one ``tools/call``; knows nothing about the SDK version."""
 
-    def __init__(self, kernel: Kernel, *, name: str, description: str, door: str = "mcp", progress_tools: bool = True) -> None:
+    def __init__(
+        self, kernel: Kernel, *, name: str, description: str, door: str = "mcp", progress_tools: bool = True,
+        ask_fallback: str = "deny",
+    ) -> None:
         self.kernel = kernel
         self.name = name
         self.description = description
         self.door = door
         self.progress_tools = progress_tools
+        self.ask_fallback = ask_fallback
         self.active: set[Any] = set()  # runs in progress
         self.closing = False
 
@@ -108,7 +119,13 @@ class AskTool:
                 )
         return message, history
 
-    async def call(self, name: str, arguments: Any, progress: Progress | None) -> Outcome:
+    def asker_for(self, peer: Peer | None) -> Asker:
+        """Elicitation for a client that declared it; the ``ask_fallback`` policy otherwise."""
+        if peer is not None and peer.can_elicit:
+            return live_asker(peer)
+        return PolicyAsker(self.ask_fallback)
+
+    async def call(self, name: str, arguments: Any, progress: Progress | None, peer: Peer | None = None) -> Outcome:
         if name != self.name:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}; this server offers {self.name!r}")
         try:
@@ -118,7 +135,7 @@ class AskTool:
         if self.closing:
             return Outcome("The session is closing; the call was not run.", is_error=True)
         try:
-            run = self.kernel.run(message, history=history, door=self.door)
+            run = self.kernel.run(message, history=history, door=self.door, asker=self.asker_for(peer))
         except RunRefused as exc:
             hint = f" (retry after {exc.retry_after:g} s)" if exc.retry_after else ""
             return Outcome(f"The agent refused the request ({exc.reason}): {exc}{hint}", is_error=True)
@@ -127,11 +144,15 @@ class AskTool:
         if session is not None:
             session.add(run.cancel)
         consumer = asyncio.ensure_future(self._consume(run, progress))
+        gone = peer.gone if peer is not None else None
+        watcher = asyncio.ensure_future(_cancel_when(gone, run)) if gone is not None else None
 
         def done(_: Any) -> None:
             self.active.discard(run)
             if session is not None:
                 session.discard(run.cancel)
+            if watcher is not None:
+                watcher.cancel()
 
         consumer.add_done_callback(done)
         try:
@@ -181,6 +202,12 @@ class AskTool:
             return True
         except Exception:  # noqa: BLE001 - the client's stream is gone: finish the run quietly
             return False
+
+
+async def _cancel_when(gone: Any, run: Any) -> None:
+    """Cancel ``run`` once its HTTP client has disconnected (``gone`` is set)."""
+    await gone.wait()
+    run.cancel()
 
 
 async def _wait_shielded(task: asyncio.Future) -> None:

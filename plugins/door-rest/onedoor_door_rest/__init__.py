@@ -2,7 +2,9 @@
 
 ``/chat`` takes a message and the caller's history and answers JSON with the reply and
 the run's tool calls; ``/chat/stream`` answers Server-Sent Events, one core event per
-SSE event. Typed request/response models and OpenAPI docs come from FastAPI. Errors
+SSE event. A run that needs a person's answer (a tool approval, a question) ends its
+response with the question (``status: needs_input`` / a ``question_asked`` event) and
+waits, parked, for ``POST /runs/{run_id}/answers`` (or ``.../answers/stream``). Typed request/response models and OpenAPI docs come from FastAPI. Errors
 are JSON ``{"error": code, "detail": message}``, the HTTP transport's shape; the
 transport also guards every request (Host, Origin, token, content type, JSON) before
 this door sees it, and streams its SSE.
@@ -14,7 +16,7 @@ This module is what the entry point names: FastAPI is imported only in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from onedoor.composition import AsgiMount, ServeContext
@@ -27,6 +29,16 @@ class RestOptions:
     prefix: str = field(default="/rest", metadata={"help": "URL prefix the door is mounted under"})
     keepalive: float = field(default=15.0, metadata={"help": "seconds of silence before an SSE keep-alive comment"})
     docs: bool = field(default=True, metadata={"help": "serve OpenAPI docs at <prefix>/docs"})
+    ask_fallback: Literal["deny", "allow", "fail"] = field(
+        default="deny",
+        metadata={"help": "a question's answer when no more runs may wait for answers (limits.max_parked_runs): "
+                  "deny (reject/decline), allow (allow tools once, decline questions) or fail the run"},
+    )
+    question_ttl: float = field(
+        default=0.0,
+        metadata={"help": "seconds a suspended run waits for its answers before it ends cancelled "
+                  "(0: the kernel's limits.question_ttl)"},
+    )
 
     def __post_init__(self) -> None:
         if not self.prefix.startswith("/") or self.prefix.rstrip("/") == "":
@@ -34,6 +46,10 @@ class RestOptions:
         self.prefix = self.prefix.rstrip("/")
         if self.keepalive <= 0:
             raise ValueError("keepalive must be more than 0 seconds")
+        if self.ask_fallback not in ("deny", "allow", "fail"):
+            raise ValueError(f"ask_fallback must be deny, allow or fail, got {self.ask_fallback!r}")
+        if not self.question_ttl >= 0:
+            raise ValueError("question_ttl must be 0 (the kernel's default) or more seconds")
 
 
 class RestDoor:

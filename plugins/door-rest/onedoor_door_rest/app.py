@@ -2,10 +2,19 @@
 
 Routes (under the door's prefix, ``/rest`` by default)::
 
-    GET  /              what this door offers
-    POST /chat          JSON in, JSON out: the reply and the run's tool calls
-    POST /chat/stream   Server-Sent Events, one core event per event
+    GET  /                               what this door offers
+    POST /chat                           JSON in, JSON out: the reply and the run's tool calls
+    POST /chat/stream                    Server-Sent Events, one core event per event
+    POST /runs/{run_id}/answers          answer a suspended run's questions; JSON like /chat
+    POST /runs/{run_id}/answers/stream   the same, answered with Server-Sent Events
+    GET  /runs/{run_id}/questions        the questions a suspended run waits for
     GET  /openapi.json  the OpenAPI document;  GET /docs  its Swagger UI page
+
+A run that asks (a tool approval, a question) ends its response with the question:
+``/chat`` answers 200 with ``status: "needs_input"``, ``questions`` and ``resume_url``;
+the stream sends ``question_asked`` and then ``run_finished`` with stop_reason
+``suspended``. The run waits, parked, until the answers come (or the questions expire:
+it then ends cancelled). The answers' response continues the same run.
 
 Every error, FastAPI's own included, is ``{"error": code, "detail": message}`` (the
 HTTP transport's shape, :mod:`onedoor_transport_http.errors`):
@@ -15,13 +24,17 @@ HTTP transport's shape, :mod:`onedoor_transport_http.errors`):
 401    unauthorized            missing or wrong token, or a token in the URL (transport)
 403    forbidden_origin        sent by a page of another site (transport)
 404    not_found               no such route
+404    unknown_question        (answers) no open question of that id for that run
 405    method_not_allowed
+409    already_answered        (answers) the question has its answer already
+410    question_expired        (answers) the question expired; its run ended cancelled
 413    too_large               request body over the transport's cap (transport), or
                                message + history over the kernel's limit (its refusal)
 415    unsupported_media_type  POST without ``Content-Type: application/json`` (transport)
 421    misdirected_request     a ``Host`` this server does not answer to (transport)
 422    invalid_request         wrong types, unknown fields, empty message, bad history
 422    too_large               message over the schema's maxLength (the kernel's limit)
+422    invalid_answer          (answers) an outcome or value that does not fit the question
 429    busy                    too many runs at once; ``Retry-After`` says when to retry
 502    run_failed              ``/chat``: the backend failed (the stream sends run_failed)
 503    cancelled               ``/chat``: the run was cancelled (server shutting down)
@@ -33,15 +46,35 @@ HTTP transport's shape, :mod:`onedoor_transport_http.errors`):
 import asyncio
 from typing import Any
 
+from onedoor.askers import SuspendAsker
 from onedoor.composition import ServeContext
 from onedoor.errors import RunRefused
-from onedoor.events import ReasoningDelta, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
+from onedoor.events import (
+    STOP_SUSPENDED,
+    QuestionAnswered,
+    QuestionAsked,
+    ReasoningDelta,
+    RunFailed,
+    RunFinished,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from onedoor.questions import Answer, QuestionError
 from onedoor.wire import encode_json
 from onedoor_transport_http.errors import STATUS_CODES, error_body, refusal
 
 from . import RestOptions, __version__
-from .models import ChatResponse, ErrorBody, ToolCallRecord, chat_request_model
-from .sse import EventStreamResponse, cancel_on_disconnect
+from .asking import QuestionLedger, ResponseRun, question_error_parts
+from .models import (
+    AnswersRequest,
+    ChatResponse,
+    ErrorBody,
+    QuestionsResponse,
+    ToolCallRecord,
+    chat_request_model,
+)
+from .sse import EventStreamResponse, cancel_on_disconnect, response_encoder
 
 
 def error_response(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> Any:
@@ -110,7 +143,34 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-EVENT_NAMES = ["run_started", "text_delta", "reasoning_delta", "tool_started", "tool_finished", "run_finished", "run_failed"]
+_RESUME_ERRORS: dict[int | str, dict[str, Any]] = {
+    **{status: _ERRORS[status] for status in (400, 401, 403, 413, 415, 421)},
+    404: {"model": ErrorBody, "description": "unknown_question: no open question of that id for this run "
+          "(never asked, another run's, or its run has ended)"},
+    409: {"model": ErrorBody, "description": "already_answered: the question has its answer already"},
+    410: {"model": ErrorBody, "description": "question_expired: the question expired and its run ended cancelled"},
+    422: {"model": ErrorBody, "description": "invalid_request (the body's shape) or invalid_answer (an outcome "
+          "that is not among the question's choices, a value that does not fit its schema)"},
+}
+
+
+def _links(*operations: str) -> dict[str, Any]:
+    """OpenAPI links from a reply's ``run_id`` to the calls that continue a suspended run."""
+    what = {
+        "questions": "the questions the run waits for (when status is needs_input)",
+        "answer": "answer them, get the rest of the reply as JSON",
+        "answer_stream": "answer them, get the rest of the run as events",
+    }
+    return {
+        op: {"operationId": op, "parameters": {"run_id": "$response.body#/run_id"}, "description": what[op]}
+        for op in operations
+    }
+
+
+EVENT_NAMES = [
+    "run_started", "text_delta", "reasoning_delta", "tool_started", "tool_finished", "question_asked",
+    "question_answered", "run_finished", "run_failed",
+]
 # One SSE event (OpenAPI 3.1: the text/event-stream schema describes each event).
 SSE_EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -139,7 +199,14 @@ def build_app(ctx: ServeContext, options: RestOptions) -> Any:
         version=__version__,
         description="Talk to the agent: `POST /chat` answers JSON, `POST /chat/stream` answers Server-Sent Events "
         "(one core event per SSE event: run_started, text_delta, reasoning_delta, tool_started, tool_finished, "
-        "and last run_finished or run_failed). The caller keeps the history.",
+        "question_asked, question_answered, and last run_finished or run_failed). The caller keeps the history.\n\n"
+        "**Human in the loop.** When the agent needs a person (may it run this tool? a question with a form), the "
+        "response ends with the question: `/chat` answers `status: \"needs_input\"` with `questions` and "
+        "`resume_url`; the stream sends `question_asked`, then `run_finished` with stop_reason `suspended`. The run "
+        "waits until the questions' `expires_at`. Continue it with `POST /runs/{run_id}/answers` (JSON reply) or "
+        "`POST /runs/{run_id}/answers/stream` (events), body `{\"answers\": [{\"question_id\": \"…\", "
+        "\"outcome\": \"allow_once\"}]}`; an input question is answered `{\"outcome\": \"accept\", "
+        "\"value\": {…}}`.",
         docs_url=None,
         redoc_url=None,
         openapi_url="/openapi.json" if options.docs else None,
@@ -174,6 +241,10 @@ def _add_error_handlers(app: Any) -> None:
     async def on_refused(request: Request, exc: RunRefused) -> Any:
         return refusal_response(exc)
 
+    @app.exception_handler(QuestionError)
+    async def on_question_error(request: Request, exc: QuestionError) -> Any:
+        return error_response(*question_error_parts(exc))
+
     @app.exception_handler(Exception)
     async def on_error(request: Request, exc: Exception) -> Any:
         # Starlette re-raises after this answer, so uvicorn logs the traceback server-side.
@@ -181,11 +252,18 @@ def _add_error_handlers(app: Any) -> None:
 
 
 class _Reply:
-    """What ``/chat`` gathers from a run's events."""
+    """What ``/chat`` (and a JSON resume) gathers from a run's events.
 
-    def __init__(self) -> None:
+    ``known_calls``: tool calls announced in an earlier response of the same run (the
+    approvals being answered), so a call that finishes in this one keeps its arguments.
+    """
+
+    def __init__(self, known_calls: dict[str, tuple[str, Any]] | None = None) -> None:
         self.reasoning: list[str] = []
         self.calls: dict[str, ToolCallRecord] = {}
+        self.questions: list[dict[str, Any]] = []
+        self.answers: list[dict[str, Any]] = []
+        self.known_calls = known_calls or {}
 
     def add(self, event: Any) -> None:
         kind = type(event)
@@ -194,24 +272,115 @@ class _Reply:
         elif kind is ToolStarted:
             self.calls[event.call_id] = ToolCallRecord(call_id=event.call_id, name=event.name, arguments=event.arguments)
         elif kind is ToolFinished:
-            record = self.calls.setdefault(event.call_id, ToolCallRecord(call_id=event.call_id, name=event.name))
+            record = self.calls.get(event.call_id)
+            if record is None:
+                _, arguments = self.known_calls.get(event.call_id, (event.name, None))
+                record = self.calls[event.call_id] = ToolCallRecord(
+                    call_id=event.call_id, name=event.name, arguments=arguments
+                )
             record.result = event.result
             record.is_error = event.is_error
+        elif kind is QuestionAsked:
+            self.questions.append(event.question.to_dict())
+        elif kind is QuestionAnswered:
+            self.answers.append(event.answer.to_dict())
 
-    def response(self, outcome: Any) -> Any:
+    def response(self, outcome: Any, resume_url: str) -> Any:
         if isinstance(outcome, RunFailed):
             return error_response(502, "run_failed", outcome.error)
         assert isinstance(outcome, RunFinished)
         if outcome.stop_reason == "cancelled":
             return error_response(503, "cancelled", "the run was cancelled before it finished", {"Retry-After": "1"})
-        reply = ChatResponse(
-            run_id=outcome.run_id,
-            reply=outcome.text,
-            stop_reason=outcome.stop_reason,
-            tool_calls=list(self.calls.values()),
-            reasoning="".join(self.reasoning),
-        )
-        return json_response(reply.model_dump(mode="python"))
+        body: dict[str, Any] = {
+            "run_id": outcome.run_id,
+            "reply": outcome.text,
+            "stop_reason": outcome.stop_reason,
+            "tool_calls": [call.model_dump(mode="python") for call in self.calls.values()],
+            "reasoning": "".join(self.reasoning),
+            "status": "completed",
+        }
+        if outcome.stop_reason == STOP_SUSPENDED:
+            body.update(status="needs_input", questions=self.questions, resume_url=resume_url)
+        if self.answers:
+            body["answers"] = self.answers
+        return json_response(body)
+
+
+PRINCIPAL = "local"  # who resumes runs; per-token principals come later
+
+
+class _Runs:
+    """How this door starts runs, continues suspended ones, and answers for them."""
+
+    def __init__(self, kernel: Any, options: RestOptions) -> None:
+        self.kernel = kernel
+        self.options = options
+        self.asker = SuspendAsker(ttl=options.question_ttl or None, fallback=options.ask_fallback)
+        self.ledger = QuestionLedger()
+
+    def start(self, body: Any) -> ResponseRun:
+        history = [m.to_kernel() for m in body.history]
+        run = self.kernel.run(body.message, history=history, door="rest", asker=self.asker, principal=PRINCIPAL)
+        return ResponseRun(run)
+
+    def resume(self, run_id: str, body: AnswersRequest) -> tuple[ResponseRun, dict[str, tuple[str, Any]]]:
+        """The run's next response, after the answers, and the tool calls being approved;
+        QuestionError (nothing answered) if an answer names a question that is not this
+        run's, or the kernel refuses the answers."""
+        self.ledger.check(run_id, [a.question_id for a in body.answers])
+        calls = {q.tool.id: (q.tool.name, q.tool.arguments) for q in self.waiting(run_id) if q.tool is not None}
+        answers = [Answer(a.question_id, a.outcome, a.value) for a in body.answers]
+        return ResponseRun(self.kernel.resume(answers, principal=PRINCIPAL, door="rest")), calls
+
+    def waiting(self, run_id: str) -> list[Any]:
+        """The open questions of a run this door suspended."""
+        questions = self.kernel.open_questions(run_id, principal=PRINCIPAL)
+        return [q for q in questions if self.ledger.owner(q.id) == run_id]
+
+    async def reply_json(self, run: ResponseRun, request: Any, known_calls: dict[str, tuple[str, Any]] | None = None) -> Any:
+        """Read this response of the run to its end and answer JSON."""
+        watcher = asyncio.get_running_loop().create_task(cancel_on_disconnect(request.receive, run))
+        reply = _Reply(known_calls)
+        event: Any = None
+        try:
+            async with run:
+                async for event in run:
+                    kind = type(event)
+                    if kind is TextDelta:  # the text is in the outcome
+                        continue
+                    if kind is QuestionAsked:
+                        run.asked = True  # the run is parked: this response ending must not cancel it
+                        self.ledger.note(event.question)
+                    reply.add(event)
+        finally:
+            watcher.cancel()
+        # a suspended response's ending is its last event (the run itself has no outcome yet)
+        outcome = event if type(event) in (RunFinished, RunFailed) else run.outcome
+        return reply.response(outcome, resume_url(request, run.run_id))
+
+    def reply_stream(self, run: ResponseRun) -> Any:
+        return EventStreamResponse(run, keepalive=self.options.keepalive, encode=response_encoder(run, self.ledger))
+
+
+def resume_url(request: Any, run_id: str) -> str:
+    return f"{request.scope.get('root_path', '')}/runs/{run_id}/answers"
+
+
+def _streamed(spec: dict[str, Any], errors: dict[int | str, dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI responses of an SSE operation: ``spec`` for 200, JSON bodies for the errors."""
+    out: dict[int | str, dict[str, Any]] = {200: {**spec, "content": {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}}}}
+    for status, error in errors.items():
+        out[status] = {
+            "description": error["description"],
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+        }
+    return out
+
+
+_RUN_ERRORS: dict[int | str, dict[str, Any]] = {
+    502: {"model": ErrorBody, "description": "the backend failed during the run"},
+    503: {"model": ErrorBody, "description": "the run was cancelled (server shutting down)"},
+}
 
 
 def _add_routes(app: Any, ctx: ServeContext, options: RestOptions) -> None:
@@ -219,10 +388,7 @@ def _add_routes(app: Any, ctx: ServeContext, options: RestOptions) -> None:
 
     kernel = ctx.kernel
     ChatRequest = chat_request_model(kernel.limits.max_message_chars)
-
-    def start_run(body: Any) -> Any:
-        history = [m.to_kernel() for m in body.history]
-        return kernel.run(body.message, history=history, door="rest")
+    runs = _Runs(kernel, options)
 
     @app.get("/", summary="What this door offers", operation_id="index", responses={401: _ERRORS[401]})
     async def index(request: Request) -> dict[str, Any]:
@@ -232,6 +398,7 @@ def _add_routes(app: Any, ctx: ServeContext, options: RestOptions) -> None:
             "backend": kernel.backend.name,
             "chat": base + "/chat",
             "stream": base + "/chat/stream",
+            "answers": base + "/runs/{run_id}/answers",
         }
         if options.docs:
             out.update(openapi=base + "/openapi.json", docs=base + "/docs")
@@ -242,24 +409,10 @@ def _add_routes(app: Any, ctx: ServeContext, options: RestOptions) -> None:
         operation_id="chat",
         summary="Send a message, get the whole reply as JSON",
         response_model=ChatResponse,
-        responses={
-            **_ERRORS,
-            502: {"model": ErrorBody, "description": "the backend failed during the run"},
-            503: {"model": ErrorBody, "description": "the run was cancelled (server shutting down)"},
-        },
+        responses={200: {"links": _links("questions", "answer", "answer_stream")}, **_ERRORS, **_RUN_ERRORS},
     )
     async def chat(body: ChatRequest, request: Request) -> Any:  # type: ignore[valid-type]
-        run = start_run(body)
-        watcher = asyncio.get_running_loop().create_task(cancel_on_disconnect(request.receive, run))
-        reply = _Reply()
-        try:
-            async with run:
-                async for event in run:
-                    if type(event) is not TextDelta:  # the text is in the outcome
-                        reply.add(event)
-        finally:
-            watcher.cancel()
-        return reply.response(run.outcome)
+        return await runs.reply_json(runs.start(body), request)
 
     @app.post(
         "/chat/stream",
@@ -267,23 +420,71 @@ def _add_routes(app: Any, ctx: ServeContext, options: RestOptions) -> None:
         summary="Send a message, get the run as Server-Sent Events",
         response_class=EventStreamResponse,
         status_code=200,
-        responses={
-            200: {
-                "description": "an event stream: `event: <type>` and `data: <JSON event>` per event, "
-                "`: keepalive` comments during long silences; the last event is run_finished or run_failed",
-                "content": {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}},
-            },
-            **{
-                status: {
-                    "description": spec["description"],
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
-                }
-                for status, spec in _ERRORS.items()
-            },
-        },
+        responses=_streamed(
+            {"description": "an event stream: `event: <type>` and `data: <JSON event>` per event, `: keepalive` "
+             "comments during long silences; the last event is run_finished (stop_reason `suspended` after a "
+             "question_asked: the run waits for answers) or run_failed"},
+            _ERRORS,
+        ),
     )
     async def chat_stream(body: ChatRequest) -> Any:  # type: ignore[valid-type]
-        return EventStreamResponse(start_run(body), keepalive=options.keepalive)
+        return runs.reply_stream(runs.start(body))
+
+    _add_resume_routes(app, runs)
+
+
+def _add_resume_routes(app: Any, runs: _Runs) -> None:
+    """The calls that continue a suspended run, and the one that shows what it waits for."""
+    from fastapi import Path, Request
+
+    run_id_path = Path(min_length=1, max_length=128, description="the run_id of the suspended run")
+
+    @app.post(
+        "/runs/{run_id}/answers",
+        operation_id="answer",
+        summary="Answer a suspended run's questions, get the rest of the reply as JSON",
+        response_model=ChatResponse,
+        responses={200: {"links": _links("questions", "answer", "answer_stream")}, **_RESUME_ERRORS, **_RUN_ERRORS},
+    )
+    async def answer(body: AnswersRequest, request: Request, run_id: str = run_id_path) -> Any:
+        run, calls = runs.resume(run_id, body)
+        return await runs.reply_json(run, request, calls)
+
+    @app.post(
+        "/runs/{run_id}/answers/stream",
+        operation_id="answer_stream",
+        summary="Answer a suspended run's questions, get the rest of the run as Server-Sent Events",
+        response_class=EventStreamResponse,
+        status_code=200,
+        responses=_streamed(
+            {"description": "an event stream like /chat/stream's: run_started (same run_id), question_answered per "
+             "answer, the run's events, and last run_finished (maybe `suspended` again) or run_failed"},
+            _RESUME_ERRORS,
+        ),
+    )
+    async def answer_stream(body: AnswersRequest, run_id: str = run_id_path) -> Any:
+        run, _ = runs.resume(run_id, body)
+        return runs.reply_stream(run)
+
+    @app.get(
+        "/runs/{run_id}/questions",
+        operation_id="questions",
+        summary="The questions a suspended run waits for",
+        response_model=QuestionsResponse,
+        responses={
+            200: {"links": _links("answer", "answer_stream")},
+            401: _ERRORS[401],
+            404: {"model": ErrorBody, "description": "unknown_question: no such run, or it waits for nothing"},
+            422: {"model": ErrorBody, "description": "invalid_request: a run_id that cannot be one (too long)"},
+        },
+    )
+    async def questions(request: Request, run_id: str = run_id_path) -> Any:
+        waiting = runs.waiting(run_id)
+        if not waiting:
+            return error_response(404, "unknown_question", f"run {run_id!r} is not waiting for answers")
+        return json_response(
+            {"run_id": run_id, "questions": [q.to_dict() for q in waiting], "resume_url": resume_url(request, run_id)}
+        )
 
 
 def _add_docs(app: Any, *, secured: bool) -> None:

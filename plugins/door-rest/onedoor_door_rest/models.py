@@ -58,14 +58,104 @@ class ToolCallRecord(BaseModel):
     is_error: bool = False
 
 
-class ChatResponse(BaseModel):
-    """The agent's reply to one message."""
+# -- questions (human in the loop) ----------------------------------------------------
+APPROVAL_OUTCOMES = ("allow_once", "allow_always", "reject_once", "reject_always")
+INPUT_OUTCOMES = ("accept", "decline", "cancel")
+Outcome = Literal["allow_once", "allow_always", "reject_once", "reject_always", "accept", "decline", "cancel"]
+MAX_ANSWERS = 64
+
+
+class QuestionTool(BaseModel):
+    """The tool call an approval question is about."""
+
+    id: str = Field(description="the tool call's id (the call_id of its tool_started event)")
+    name: str
+    arguments: Any = None
+
+
+class QuestionOut(BaseModel):
+    """A question the run needs a person to answer before it goes on.
+
+    ``approval``: may the agent run ``tool``? Answer with an outcome among ``choices``
+    (allow_once, allow_always, reject_once, reject_always; ``*_always`` holds for the rest
+    of the run). ``input``: a free-form question; answer ``accept`` with a ``value``
+    object that fits ``schema`` (a flat JSON Schema form), or ``decline`` / ``cancel``.
+    """
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    id: str = Field(description="the question's id: name it in the answer")
+    run_id: str
+    kind: Literal["approval", "input"]
+    prompt: str = Field(description="what to show the person")
+    tool: Optional[QuestionTool] = Field(default=None, description="approvals: the tool call to allow or reject")
+    schema_: Optional[dict[str, Any]] = Field(
+        default=None, alias="schema", description="input questions: a JSON Schema (flat object form) for the value"
+    )
+    choices: list[str] = Field(description="the outcomes an answer may give")
+    expires_at: Optional[float] = Field(description="epoch seconds; after that the run ends cancelled")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class AnswerOut(BaseModel):
+    """The answer a question got: from a person, a policy, or because it expired."""
+
+    question_id: str
+    outcome: str
+    value: Any = None
+    by: str = ""
+    how: Literal["person", "policy", "expired", "cancelled"] = "person"
+
+
+class AnswerIn(_Strict):
+    """One answer: the question's id, an outcome among its choices, and for an accepted
+    input question the value."""
+
+    question_id: str = Field(min_length=1, max_length=200)
+    outcome: Outcome
+    value: Optional[dict[str, Any]] = Field(
+        default=None, description="input questions answered accept: an object that fits the question's schema"
+    )
+
+
+class AnswersRequest(_Strict):
+    """The answers to a suspended run's questions (one or more of them)."""
+
+    answers: list[AnswerIn] = Field(min_length=1, max_length=MAX_ANSWERS)
+
+
+class QuestionsResponse(BaseModel):
+    """The questions a suspended run waits for."""
 
     run_id: str
-    reply: str = Field(description="the whole reply text")
-    stop_reason: str = Field(description="end_turn, max_turns, …")
+    questions: list[QuestionOut]
+    resume_url: str = Field(description="POST the answers here (or to <resume_url>/stream for events)")
+
+
+class ChatResponse(BaseModel):
+    """The agent's reply to one message (or to the answers of a suspended run).
+
+    ``status`` is ``completed`` when the run ended, ``needs_input`` when it stopped to ask
+    (``stop_reason`` ``suspended``): ``questions`` then lists what it asks, ``reply`` the
+    text so far, and the run waits (until the questions' ``expires_at``) for a POST to
+    ``resume_url``.
+    """
+
+    run_id: str
+    reply: str = Field(description="the whole reply text (so far, when status is needs_input)")
+    stop_reason: str = Field(description="end_turn, max_turns, suspended, …")
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     reasoning: str = Field(default="", description="the agent's reasoning, if the backend shares it")
+    status: Literal["completed", "needs_input"] = Field(
+        default="completed", description="needs_input: the run waits for answers to `questions`"
+    )
+    questions: Optional[list[QuestionOut]] = Field(
+        default=None, description="needs_input: the questions to answer (absent otherwise)"
+    )
+    answers: Optional[list[AnswerOut]] = Field(
+        default=None, description="answers questions got during this response (absent when none)"
+    )
+    resume_url: Optional[str] = Field(default=None, description="needs_input: where to POST the answers")
 
 
 class ErrorBody(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onedoor.events import TYPE_NAMES, TextDelta, event_to_dict
+from onedoor.events import TYPE_NAMES, QuestionAsked, TextDelta, event_to_dict
 from onedoor.wire import encode_json
 from onedoor_transport_http.sse import SSE_HEADERS, EventStream, cancel_on_disconnect
 from starlette.responses import Response
@@ -27,13 +27,29 @@ def encode_event(event: Any) -> bytes:
     return b"event: " + kind + b"\ndata: " + encode_json(event_to_dict(event)) + b"\n\n"
 
 
+def response_encoder(run: Any, ledger: Any) -> Any:
+    """:func:`encode_event` for one response of ``run`` (an :class:`asking.ResponseRun`):
+    a ``question_asked`` event also marks the run as parked and goes in ``ledger``."""
+
+    def encode(event: Any) -> bytes:
+        kind = type(event)
+        if kind is TextDelta:
+            return _TEXT_HEAD + encode_json(event.text) + b"}\n\n"
+        if kind is QuestionAsked:
+            run.asked = True
+            ledger.note(event.question)
+        return b"event: " + TYPE_NAMES[kind].encode() + b"\ndata: " + encode_json(event_to_dict(event)) + b"\n\n"
+
+    return encode
+
+
 class EventStreamResponse(Response):
     """Streams one run as SSE. ``media_type`` also tells FastAPI's OpenAPI docs."""
 
     media_type = "text/event-stream"
 
-    def __init__(self, run: Any = None, keepalive: float = 15.0) -> None:
-        self.stream = EventStream(run, encode_event, keepalive=keepalive)
+    def __init__(self, run: Any = None, keepalive: float = 15.0, encode: Any = None) -> None:
+        self.stream = EventStream(run, encode or encode_event, keepalive=keepalive)
         self.status_code = 200
         self.background = None
         self.raw_headers = list(SSE_HEADERS)
@@ -42,4 +58,6 @@ class EventStreamResponse(Response):
         await self.stream(scope, receive, send)
 
 
-__all__ = ["SSE_HEADERS", "EventStreamResponse", "cancel_on_disconnect", "encode_event", "to_json_bytes"]
+__all__ = [
+    "SSE_HEADERS", "EventStreamResponse", "cancel_on_disconnect", "encode_event", "response_encoder", "to_json_bytes",
+]

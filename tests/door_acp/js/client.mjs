@@ -2,6 +2,10 @@
 //
 //   node client.mjs basic '["onedoor","acp"]'
 //   node client.mjs permission '["python","approval_agent.py"]'
+//   node client.mjs questions '["onedoor","acp"]'          (approvals and elicitation, issue 15)
+//   node client.mjs always '["python","approval_agent.py","twice"]'
+//   node client.mjs hostile '["onedoor","acp"]'            (unreadable permission answers)
+//   node client.mjs disconnect '["onedoor","acp"]'         (the client goes while asked)
 //
 // Prints one JSON object (what it saw) on its last stdout line; exits 1 on a failed check.
 import { spawn } from "node:child_process";
@@ -15,7 +19,10 @@ const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.st
 
 const updates = []; // [sessionId, update], in arrival order
 const permissionRequests = [];
-const answers = []; // optionIds to answer permission requests with, in order
+const answers = []; // optionIds (or whole results) to answer permission requests with, in order
+const elicitations = [];
+const elicitationAnswers = []; // results of elicitation/create, in order
+let onAsked = () => {}; // called when a permission or elicitation request arrives
 let onUpdate = () => {};
 
 function check(condition, message) {
@@ -35,8 +42,17 @@ const app = client({ name: "onedoor-ts-test" })
   })
   .onRequest(methods.client.session.requestPermission, (ctx) => {
     permissionRequests.push(ctx.params);
-    const optionId = answers.shift() ?? "reject_once";
-    return { outcome: { outcome: "selected", optionId } };
+    onAsked();
+    const answer = answers.shift() ?? "reject_once";
+    if (answer === "never") return new Promise(() => {}); // the user never answers
+    return typeof answer === "string" ? { outcome: { outcome: "selected", optionId: answer } } : answer;
+  })
+  .onRequest(methods.client.elicitation.create, (ctx) => {
+    elicitations.push(ctx.params);
+    onAsked();
+    const answer = elicitationAnswers.shift() ?? { action: "decline" };
+    if (answer === "never") return new Promise(() => {});
+    return answer;
   });
 
 function waitFor(predicate, ms = 20000) {
@@ -115,19 +131,104 @@ async function permission(ctx) {
   };
 }
 
-const scenarios = { basic, permission };
+const WITH_ELICITATION = { fs: { readTextFile: false, writeTextFile: false }, terminal: false, elicitation: { form: {} } };
+
+async function prompt(ctx, sid, text) {
+  const from = updates.length;
+  const asked = permissionRequests.length;
+  const result = await ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt: [{ type: "text", text }] });
+  return {
+    stop: result.stopReason,
+    text: textOf("agent_message_chunk", from),
+    statuses: updates.slice(from).filter(([, u]) => u.sessionUpdate.startsWith("tool_call")).map(([, u]) => u.status),
+    asked: permissionRequests.length - asked,
+  };
+}
+
+async function questions(ctx) {
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: WITH_ELICITATION });
+  const { sessionId: sid } = await ctx.request(methods.agent.session.new, { cwd: process.cwd(), mcpServers: [] });
+  const ask = '/ask rm {"path": "x"}';
+  answers.push("allow_once", "reject_once", "allow_always");
+  const allowOnce = await prompt(ctx, sid, ask);
+  const rejectOnce = await prompt(ctx, sid, ask);
+  const allowAlways = await prompt(ctx, sid, ask);
+  const afterAlways = await prompt(ctx, sid, ask);
+  elicitationAnswers.push({ action: "accept", content: { answer: "main" } }, { action: "decline" }, { action: "cancel" });
+  const accepted = await prompt(ctx, sid, "/question Which branch?");
+  const declined = await prompt(ctx, sid, "/question Which branch?");
+  const cancelled = await prompt(ctx, sid, "/question Which branch?");
+  return {
+    allowOnce, rejectOnce, allowAlways, afterAlways, accepted, declined, cancelled,
+    optionKinds: permissionRequests[0].options.map((o) => o.kind),
+    optionIds: permissionRequests[0].options.map((o) => o.optionId),
+    rawInput: permissionRequests[0].toolCall.rawInput,
+    elicitation: elicitations[0],
+  };
+}
+
+async function always(ctx) {
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  const { sessionId: sid } = await ctx.request(methods.agent.session.new, { cwd: process.cwd(), mcpServers: [] });
+  answers.push("allow_always");
+  const first = await prompt(ctx, sid, "one");
+  const second = await prompt(ctx, sid, "two");
+  return { first, second };
+}
+
+async function hostile(ctx) {
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  const { sessionId: sid } = await ctx.request(methods.agent.session.new, { cwd: process.cwd(), mcpServers: [] });
+  const ask = '/ask rm {"path": "x"}';
+  const seen = [];
+  for (const answer of ["no_such_option", { outcome: { outcome: "selected", optionId: 42 } }, { outcome: "allow_once" }, { nope: true }]) {
+    answers.push(answer);
+    seen.push(await prompt(ctx, sid, ask));
+  }
+  answers.push("allow_once");
+  const good = await prompt(ctx, sid, ask);
+  return { seen, good };
+}
+
+async function disconnect(ctx) {
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: WITH_ELICITATION });
+  const { sessionId: sid } = await ctx.request(methods.agent.session.new, { cwd: process.cwd(), mcpServers: [] });
+  const what = process.env.ACP_TEST_ASK === "question" ? "/question Which branch?" : '/ask rm {"path": "x"}';
+  answers.push("never");
+  elicitationAnswers.push("never");
+  const asked = new Promise((resolve) => { onAsked = resolve; });
+  ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt: [{ type: "text", text: what }] }).catch(() => {});
+  await asked;
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  child.stdin.end(); // the client goes away while the question is open
+  const timer = setTimeout(() => child.kill("SIGKILL"), 20000);
+  const exit = await exited;
+  clearTimeout(timer);
+  return { asked: permissionRequests.length + elicitations.length, exit, killed: exit.signal === "SIGKILL" };
+}
+
+const scenarios = { basic, permission, questions, always, hostile, disconnect };
 let code = 0;
+let running = null;
 try {
-  const seen = await app.connectWith(stream, (ctx) => scenarios[scenario](ctx));
+  let seen;
+  try {
+    seen = await app.connectWith(stream, (ctx) => (running = scenarios[scenario](ctx)));
+  } catch (err) {
+    if (scenario !== "disconnect" || running === null) throw err;
+    seen = await running; // the connection closed on purpose: the scenario's own result counts
+  }
   console.log(JSON.stringify({ ok: true, ...seen }));
 } catch (err) {
   console.log(JSON.stringify({ ok: false, error: String(err && err.stack || err) }));
   code = 1;
 } finally {
   child.stdin.end();
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  const timer = setTimeout(() => child.kill("SIGKILL"), 10000);
-  await exited;
-  clearTimeout(timer);
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10000);
+    await exited;
+    clearTimeout(timer);
+  }
 }
 process.exit(code);

@@ -3,13 +3,15 @@
 //   node client.mjs stdio '<argv as JSON>' <scenario>
 //   node client.mjs http <url> <scenario> [bearer-token]
 //
-// Scenarios: "ask" (list tools, one call with progress, one failing call) and "cancel"
-// (abort a streaming call after its first progress notification, then call again).
+// Scenarios: "ask" (list tools, one call with progress, one failing call), "cancel"
+// (abort a streaming call after its first progress notification, then call again) and
+// "elicit" (a client with the elicitation capability answers the agent's questions from a
+// script: approve, decline, cancel, an answer that is not a choice, a free-form answer).
 // Prints one JSON object on stdout.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, target, scenario, token] = process.argv.slice(2);
 
@@ -63,10 +65,40 @@ async function cancel(client) {
   return { progressBeforeAbort: seen, error, after: text(after) };
 }
 
-const client = new Client({ name: "onedoor-node-test", version: "1.0.0" });
+// What the person answers, in order, and the calls that make the agent ask.
+const ELICIT_SCRIPT = [
+  ['/ask rm {"path": "/tmp/x"}', { action: "accept", content: { decision: "allow_once" } }],
+  ["/ask rm {}", { action: "accept", content: { decision: "reject_always" } }],
+  ["/ask rm {}", { action: "decline" }],
+  ["/ask rm {}", { action: "cancel" }],
+  ["/ask rm {}", { action: "accept", content: { decision: "maybe" } }],
+  ["/question Which colour?", { action: "accept", content: { answer: "green" } }],
+  ["/question Which colour?", { action: "decline" }],
+];
+
+async function elicit(client) {
+  const asked = [];
+  const replies = ELICIT_SCRIPT.map(([, reply]) => reply);
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const { message, requestedSchema, _meta } = request.params;
+    asked.push({ message, requestedSchema, question: _meta?.["onedoor/question"] ?? null });
+    return replies.shift();
+  });
+  const texts = [];
+  for (const [message] of ELICIT_SCRIPT) {
+    const result = await client.callTool({ name: "ask", arguments: { message } });
+    texts.push({ text: text(result), isError: result.isError ?? false });
+  }
+  return { asked, results: texts };
+}
+
+const capabilities = scenario === "elicit" ? { elicitation: { form: {} } } : {};
+const client = new Client({ name: "onedoor-node-test", version: "1.0.0" }, { capabilities });
 const transport = transportFor();
+const scenarios = { ask, cancel, elicit };
+if (!scenarios[scenario]) throw new Error(`unknown scenario ${scenario}`);
 await client.connect(transport);
-const out = scenario === "cancel" ? await cancel(client) : await ask(client);
+const out = await scenarios[scenario](client);
 out.protocolVersion = transport.protocolVersion ?? null;
 await client.close();
 console.log(JSON.stringify(out));

@@ -2,7 +2,10 @@
 // serves this page. Streams the reply, shows tool calls (arguments and result), folds
 // reasoning away, shows errors, and stops a run on request. Two frontend tools run here,
 // in the browser: browser_time (answered at once) and ask_user (answered by a click).
-import { HttpAgent } from "@ag-ui/client";
+// Interrupts (AG-UI 1.0): a run that ends asking for approval shows an approval card, one
+// that asks a question shows a form built from its responseSchema; the answer resumes the
+// run and the reply streams on below. Everything the server sends is shown as text.
+import { HttpAgent, buildResumeArray, isInterruptExpired } from "@ag-ui/client";
 
 // Opened with ?token=…, the server answered with an HttpOnly, SameSite=Strict cookie that
 // this page's own requests carry: drop the token from the address bar (and history).
@@ -44,7 +47,7 @@ function setState(state, text) {
   document.body.dataset.state = state;
   statusLine.textContent = text ?? state;
   const running = state === "running";
-  sendButton.disabled = running;
+  sendButton.disabled = running || state === "waiting";
   stopButton.hidden = !running;
   stopButton.disabled = false;
 }
@@ -68,8 +71,9 @@ function pretty(text) {
 
 let activeRunId = null;
 
-// One run of the agent; returns the pending frontend tool calls, if any.
-async function runOnce(view) {
+// One run of the agent (resuming interrupts when `resume` is given); returns the pending
+// frontend tool calls and the interrupts the run ended with.
+async function runOnce(view, resume) {
   const runId = newId();
   view.runId = activeRunId = runId;
   setState("running", "thinking…");
@@ -77,6 +81,8 @@ async function runOnce(view) {
   const thoughts = new Map();
   let outcome = null;
   let failed = false;
+  view.refused = false;
+  view.refusedStatus = null;
   const subscriber = {
     onTextMessageStartEvent({ event }) {
       texts.set(event.messageId, add("div", "msg assistant streaming"));
@@ -102,6 +108,12 @@ async function runOnce(view) {
       if (el) el.textContent += event.delta;
     },
     onToolCallStartEvent({ event }) {
+      const known = view.calls.get(event.toolCallId);
+      if (known) {
+        // a call of the interrupted run, reopened by the run that resumed it: same card
+        known.card.querySelector(".state").textContent = "running…";
+        return;
+      }
       const card = add("div", "tool");
       card.dataset.toolCallId = event.toolCallId;
       card.innerHTML = `<span class="name"></span><span class="state">running…</span><pre class="args"></pre>`;
@@ -122,6 +134,12 @@ async function runOnce(view) {
       if (!call) return;
       showResult(call, typeof event.content === "string" ? event.content : JSON.stringify(event.content), event.metadata?.isError);
     },
+    onCustomEvent({ event }) {
+      const value = event.value;
+      if (event.name === "onedoor.question_answered" && value?.how === "policy") {
+        add("div", "note", `Answered by the server's policy: ${String(value.outcome)}`);
+      }
+    },
     onRunErrorEvent({ event }) {
       failed = true;
       add("div", "error", `The agent failed: ${event.message}`);
@@ -133,25 +151,199 @@ async function runOnce(view) {
       if (failed || error?.name === "AbortError") return;
       failed = true;
       view.refused = typeof error?.status === "number";
+      view.refusedStatus = error?.status ?? null;
       add("div", "error", describe(error));
     },
   };
   try {
-    await agent.runAgent({ runId, tools: TOOLS }, subscriber);
+    await agent.runAgent({ runId, tools: TOOLS, ...(resume ? { resume } : {}) }, subscriber);
   } catch (error) {
     if (!failed && error?.name !== "AbortError") add("div", "error", describe(error));
     failed = true;
     view.refused = typeof error?.status === "number";
+    view.refusedStatus = error?.status ?? null;
   }
+  view.failed = failed;
   activeRunId = null;
   for (const el of texts.values()) el.classList.remove("streaming");
   if (outcome?.type === "cancelled" || (!outcome && !failed)) {
-    add("div", "note", "Stopped.");
+    add("div", "note", view.abandoning ? "The question expired; the run ended." : "Stopped.");
     setState("idle", "stopped");
-    return [];
+    return { pending: [], interrupts: [] };
+  }
+  if (outcome?.type === "interrupt") {
+    setState("waiting", "waiting for your answer");
+    return { pending: [], interrupts: outcome.interrupts ?? [] };
   }
   setState(failed ? "error" : "idle", failed ? "failed" : "ready");
-  return outcome?.pendingToolCallIds ?? [];
+  return { pending: outcome?.pendingToolCallIds ?? [], interrupts: [] };
+}
+
+// -- interrupts --------------------------------------------------------------------------
+// Each interrupt gets a card; once every card has an answer, they go back as `resume`
+// entries (the client's buildResumeArray). An interrupt that expires before it is
+// answered is abandoned (status "cancelled"), the only way a thread can move past it.
+async function answerInterrupts(view, interrupts) {
+  setState("waiting", "waiting for your answer");
+  const responses = Object.create(null); // ids come from the server: no prototype to trip over
+  await Promise.all(
+    interrupts.map(async (interrupt) => {
+      responses[interrupt.id] = await askCard(view, interrupt);
+    }),
+  );
+  view.abandoning = interrupts.every((i) => responses[i.id].expired);
+  for (const id of Object.keys(responses)) delete responses[id].expired;
+  return buildResumeArray(interrupts, responses);
+}
+
+function asText(value) {
+  return typeof value === "string" ? value : value === undefined || value === null ? "" : JSON.stringify(value);
+}
+
+function element(tag, className, content) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  if (content !== undefined) el.textContent = content;
+  return el;
+}
+
+// One card; resolves with the response ({status, payload?, expired?}) once answered or expired.
+function askCard(view, interrupt) {
+  const metadata = interrupt.metadata && typeof interrupt.metadata === "object" ? interrupt.metadata : {};
+  const approval = interrupt.reason === "tool_approval" || metadata.kind === "approval";
+  const card = add("div", `interrupt ${approval ? "approval" : "question"}`);
+  card.dataset.interruptId = asText(interrupt.id);
+  card.append(element("div", "title", approval ? "Approval needed" : "The agent asks"));
+  if (interrupt.message) card.append(element("div", "prompt", asText(interrupt.message)));
+  const call = interrupt.toolCallId ? view.calls.get(interrupt.toolCallId) : undefined;
+  if (call) call.card.querySelector(".state").textContent = "waiting for approval";
+  const status = element("div", "outcome");
+  return new Promise((resolve) => {
+    let timer = null;
+    const finish = (response, label) => {
+      clearTimeout(timer);
+      for (const el of card.querySelectorAll("button, input, select, textarea")) el.disabled = true;
+      card.querySelector(".actions")?.remove();
+      card.classList.add("answered");
+      status.textContent = label;
+      card.append(status);
+      resolve(response);
+    };
+    const answer = (response, label) => {
+      if (isInterruptExpired(interrupt)) finish({ status: "cancelled", expired: true }, "Expired before it was answered.");
+      else finish(response, label);
+    };
+    if (approval) approvalBody(card, interrupt, metadata, call, answer);
+    else formBody(card, interrupt, answer);
+    if (interrupt.expiresAt) {
+      const at = new Date(interrupt.expiresAt);
+      if (!Number.isNaN(at.getTime())) {
+        card.append(element("div", "expiry", `Answer before ${at.toLocaleTimeString()}`));
+        const wait = Math.min(Math.max(at.getTime() - Date.now(), 0), 2 ** 31 - 1);
+        timer = setTimeout(() => finish({ status: "cancelled", expired: true }, "Expired before it was answered."), wait);
+      }
+    }
+  });
+}
+
+function approvalBody(card, interrupt, metadata, call, answer) {
+  const name = metadata.toolName ?? call?.name ?? "a tool";
+  const tool = card.appendChild(element("div", "tool-line"));
+  tool.append(element("span", "label", "Tool: "), element("span", "name", asText(name)));
+  const args = "arguments" in metadata ? JSON.stringify(metadata.arguments, null, 2) : pretty(call?.args ?? "");
+  card.append(element("pre", "args", args ?? ""));
+  const choices = Array.isArray(metadata.choices) ? metadata.choices : ["allow_once", "reject_once"];
+  const actions = card.appendChild(element("div", "actions"));
+  const buttons = [
+    ["allow_once", "Approve", "approve", "Approved."],
+    ["allow_always", "Always approve", "always", `Approved (${asText(name)} is allowed for the rest of this run).`],
+    ["reject_once", "Reject", "reject", "Rejected."],
+  ];
+  for (const [outcome, label, className, done] of buttons) {
+    if (!choices.includes(outcome)) continue;
+    const button = actions.appendChild(element("button", className, label));
+    button.type = "button";
+    button.onclick = () => answer({ status: "resolved", payload: { outcome } }, done);
+  }
+}
+
+// A form from the flat object schema the door sends (string, number, integer, boolean,
+// enum); anything else is answered as JSON in a text box.
+function formBody(card, interrupt, answer) {
+  const schema = interrupt.responseSchema;
+  const props = schema && typeof schema === "object" && schema.properties && typeof schema.properties === "object" ? schema.properties : null;
+  const required = new Set(Array.isArray(schema?.required) ? schema.required : []);
+  const form = card.appendChild(element("form", "fields"));
+  const readers = [];
+  if (props) {
+    for (const [name, prop] of Object.entries(props).slice(0, 64)) {
+      const row = form.appendChild(element("label", "field"));
+      row.append(element("span", "label", asText(prop?.title ?? name) + (required.has(name) ? " *" : "")));
+      const { input, read } = fieldInput(prop ?? {}, required.has(name));
+      input.name = name;
+      row.append(input);
+      if (prop?.description) row.append(element("span", "hint", asText(prop.description)));
+      readers.push([name, read]);
+    }
+  } else {
+    const box = form.appendChild(element("textarea", "json"));
+    box.placeholder = "Your answer, as JSON";
+    readers.push([null, () => JSON.parse(box.value)]);
+  }
+  const actions = card.appendChild(element("div", "actions"));
+  const submit = actions.appendChild(element("button", "submit", "Send answer"));
+  submit.type = "button";
+  const decline = actions.appendChild(element("button", "decline", "Decline"));
+  decline.type = "button";
+  const cancel = actions.appendChild(element("button", "cancel", "Cancel"));
+  cancel.type = "button";
+  const problem = card.appendChild(element("div", "problem"));
+  submit.onclick = () => {
+    if (!form.reportValidity()) return;
+    try {
+      const entries = [];
+      for (const [name, read] of readers) {
+        const value = read();
+        if (name === null) return answer({ status: "resolved", payload: value }, "Answered.");
+        if (value !== undefined) entries.push([name, value]);
+      }
+      answer({ status: "resolved", payload: Object.fromEntries(entries) }, "Answered.");
+    } catch (error) {
+      problem.textContent = `Not sent: ${error?.message ?? error}`;
+    }
+  };
+  decline.onclick = () => answer({ status: "resolved" }, "Declined.");
+  cancel.onclick = () => answer({ status: "cancelled" }, "Cancelled.");
+}
+
+function fieldInput(prop, isRequired) {
+  if (Array.isArray(prop.enum)) {
+    const select = element("select");
+    if (!isRequired) select.append(Object.assign(element("option", "", "—"), { value: "" }));
+    for (const option of prop.enum) select.append(Object.assign(element("option", "", asText(option)), { value: asText(option) }));
+    select.required = isRequired;
+    return { input: select, read: () => (select.value === "" && !isRequired ? undefined : select.value) };
+  }
+  if (prop.type === "boolean") {
+    const box = element("input");
+    box.type = "checkbox";
+    box.checked = prop.default === true;
+    return { input: box, read: () => box.checked };
+  }
+  const input = element("input");
+  input.required = isRequired;
+  if (prop.type === "number" || prop.type === "integer") {
+    input.type = "number";
+    input.step = prop.type === "integer" ? "1" : "any";
+    if (typeof prop.minimum === "number") input.min = String(prop.minimum);
+    if (typeof prop.maximum === "number") input.max = String(prop.maximum);
+    return { input, read: () => (input.value === "" ? undefined : Number(input.value)) };
+  }
+  input.type = { email: "email", uri: "url", date: "date" }[prop.format] ?? "text";
+  if (typeof prop.minLength === "number") input.minLength = prop.minLength;
+  if (typeof prop.maxLength === "number") input.maxLength = prop.maxLength;
+  if (typeof prop.default === "string") input.value = prop.default;
+  return { input, read: () => (input.value === "" && !isRequired ? undefined : input.value) };
 }
 
 function showResult(call, content, isError) {
@@ -206,15 +398,38 @@ async function converse(text) {
   const id = newId();
   agent.addMessage({ id, role: "user", content: text });
   const bubble = add("div", "msg user", text.length > 1500 ? `${text.slice(0, 1500)}… (${text.length} characters)` : text);
-  const view = { runId: null, calls: new Map(), refused: false };
-  for (let round = 0; round < 8; round++) {
-    const pending = await runOnce(view);
+  const view = { runId: null, calls: new Map(), refused: false, abandoning: false };
+  let resume;
+  for (let round = 0; round < 16; round++) {
+    const { pending, interrupts } = await runOnce(view, resume);
     if (view.refused && round === 0) {
       // the server refused the request (too large, busy, …): keep it out of the history
       agent.setMessages(agent.messages.filter((m) => m.id !== id));
       bubble.classList.add("unsent");
       bubble.title = "not sent";
       return;
+    }
+    const open = agent.pendingInterrupts;
+    if (resume && view.failed && open.length) {
+      // the answers were not taken. 422: a value to correct, ask again; 410: expired on
+      // the server, abandon them; 404/409: unknown or answered elsewhere, nothing to send
+      if (view.refusedStatus === 410) {
+        view.abandoning = true;
+        resume = buildResumeArray(open, Object.fromEntries(open.map((i) => [i.id, { status: "cancelled" }])));
+        continue;
+      }
+      if (view.refusedStatus === 404 || view.refusedStatus === 409) {
+        agent.pendingInterrupts = [];
+        setState("idle", "ready");
+        return;
+      }
+      resume = await answerInterrupts(view, open);
+      continue;
+    }
+    resume = undefined;
+    if (interrupts.length) {
+      resume = await answerInterrupts(view, interrupts);
+      continue;
     }
     if (!pending.length) return;
     for (const id of pending) {
@@ -225,13 +440,13 @@ async function converse(text) {
       agent.addMessage({ id: newId(), role: "tool", toolCallId: id, content });
     }
   }
-  add("div", "error", "Stopped after 8 rounds of frontend tool calls.");
+  add("div", "error", "Stopped after 16 rounds of frontend tool calls and questions.");
 }
 
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   const text = input.value.trim();
-  if (!text || document.body.dataset.state === "running") return;
+  if (!text || ["running", "waiting"].includes(document.body.dataset.state)) return;
   input.value = "";
   converse(text);
 });
