@@ -26,6 +26,7 @@ from ..composition import ChannelClosed, MessageTooLarge, ServeContext
 from ..wire import encode_text
 
 _protocol_fd: int | None = None
+_QUEUED_LINES = 64
 
 
 def protect_stdout() -> int:
@@ -60,17 +61,22 @@ class StdioChannel:
         self._newline = framing == "ndjson"
         self._errors = "surrogateescape" if self._newline else "replace"  # see the module docstring
         self._limit = max_message_bytes
-        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()  # bounded by _room
+        self._room = threading.Semaphore(_QUEUED_LINES)  # lines read ahead of the door (backpressure)
         self._loop = asyncio.get_running_loop()
         self._closed = False
         self._reader = threading.Thread(target=self._read_lines, name="onedoor-stdin", daemon=True)
         self._reader.start()
 
     def _deliver(self, item: Any) -> bool:
+        """Hand one item to the loop (one cheap hop; no round trip back to this thread)."""
+        while not self._room.acquire(timeout=0.5):
+            if self._loop.is_closed():
+                return False
         try:
-            asyncio.run_coroutine_threadsafe(self._queue.put(item), self._loop).result()
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
             return True
-        except Exception:  # noqa: BLE001 - the loop has gone
+        except RuntimeError:  # the loop has closed
             return False
 
     def _read_lines(self) -> None:
@@ -105,6 +111,7 @@ class StdioChannel:
         if self._closed:
             return None
         item = await self._queue.get()
+        self._room.release()
         if item is None:
             self._closed = True
             return None
