@@ -28,6 +28,8 @@ class AcpPeer:
         self.ids = itertools.count(1)
         self.updates: list[dict] = []
         self.chunk = asyncio.Event()
+        self.answers: dict[str, object] = {}  # method -> the result to answer the agent's request with
+        self.asked: list[dict] = []  # the agent's requests, as received
 
     async def notify(self, method: str, params: dict) -> None:
         await self.channel.send(json.dumps({"jsonrpc": "2.0", "method": method, "params": params}))
@@ -48,10 +50,13 @@ class AcpPeer:
                 self.updates.append(message["params"]["update"])
                 if message["params"]["update"].get("sessionUpdate") == "agent_message_chunk":
                     self.chunk.set()
-            elif "id" in message and "method" in message:  # a request from the agent: refuse politely
-                await self.channel.send(json.dumps(
-                    {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "not supported"}}
-                ))
+            elif "id" in message and "method" in message:  # a request from the agent
+                self.asked.append(message)
+                if message["method"] in self.answers:
+                    reply = {"jsonrpc": "2.0", "id": message["id"], "result": self.answers[message["method"]]}
+                else:  # refuse politely
+                    reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "not supported"}}
+                await self.channel.send(json.dumps(reply))
 
     def text(self) -> str:
         return "".join(
@@ -83,3 +88,32 @@ async def test_acp_prompt_stream_and_cancel(node_cluster, tmp_path):
         assert reply["result"]["stopReason"] == "cancelled"
         streamed = peer.text()
         assert 0 < len(streamed.split()) < 400  # stopped part way
+
+
+async def test_acp_questions_over_slim(node_cluster, tmp_path):
+    """An approval through session/request_permission and a question through
+    elicitation/create, as over stdio, answered by a peer across the SLIM node."""
+    node_cluster.worker("acp", env={"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")})
+    async with open_channel(options=node_cluster.options()) as channel:
+        peer = AcpPeer(channel)
+        capabilities = {"elicitation": {"form": {}}}
+        await peer.call("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+        session_id = (await peer.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["result"]["sessionId"]
+
+        async def prompt(text: str) -> str:
+            peer.updates.clear()
+            reply = await peer.call("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]})
+            assert reply["result"]["stopReason"] == "end_turn", reply
+            return peer.text()
+
+        peer.answers["session/request_permission"] = {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+        assert "Not approved (reject_once)" in await prompt('/ask rm {"path": "x"}')
+        permission = peer.asked[-1]
+        assert permission["method"] == "session/request_permission"
+        assert {o["optionId"] for o in permission["params"]["options"]} >= {"allow_once", "reject_once"}
+        peer.answers["session/request_permission"] = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+        assert "Approved (allow_once)" in await prompt('/ask rm {"path": "y"}')
+
+        peer.answers["elicitation/create"] = {"action": "accept", "content": {"answer": "main"}}
+        assert 'You answered {"answer": "main"}' in await prompt("/question Which branch?")
+        assert peer.asked[-1]["method"] == "elicitation/create"
