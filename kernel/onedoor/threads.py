@@ -15,10 +15,11 @@ use threads yet (see docs/design/port-next.md, section 3).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
 from .errors import OnedoorError
-from .messages import Message
+from .events import TextDelta, ToolFinished, ToolStarted
+from .messages import Message, ToolCall
 
 
 class ThreadError(OnedoorError):
@@ -70,6 +71,41 @@ class ThreadStore(Protocol):
     async def close(self) -> None: ...
 
 
+def turn_messages(message: str, events: Iterable[Any]) -> list[Message]:
+    """What one run adds to its thread: the user's message, then the assistant's turn as
+    the history format has it (an assistant message carrying the tool calls it made, one
+    ``tool`` message per result, the reply). Text written before a tool call stays with
+    that call's assistant message, so the order of the conversation is kept. A run that
+    ended without any reply (cancelled at once) adds only the user's message."""
+    out = [Message("user", message)] if message else []
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[Message] = []
+
+    def flush() -> None:
+        if calls or text:
+            out.append(Message("assistant", "".join(text), tuple(calls)))
+            out.extend(results)
+        text.clear()
+        calls.clear()
+        results.clear()
+
+    for event in events:
+        kind = type(event)
+        if kind is TextDelta:
+            if results:  # text after tool results starts the next assistant message
+                flush()
+            text.append(event.text)
+        elif kind is ToolStarted:
+            if results:
+                flush()
+            calls.append(ToolCall(event.call_id, event.name, event.arguments))
+        elif kind is ToolFinished:
+            results.append(Message("tool", event.result_text(), tool_call_id=event.call_id))
+    flush()
+    return out
+
+
 def title_from(messages: Sequence[Message], limit: int = 80) -> str:
     """A thread's default title: its first user message, on one line, cut at ``limit``."""
     for message in messages:
@@ -79,4 +115,4 @@ def title_from(messages: Sequence[Message], limit: int = 80) -> str:
     return ""
 
 
-__all__ = ["Thread", "ThreadError", "ThreadStore", "ThreadSummary", "title_from"]
+__all__ = ["Thread", "ThreadError", "ThreadStore", "ThreadSummary", "title_from", "turn_messages"]

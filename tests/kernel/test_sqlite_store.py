@@ -158,3 +158,22 @@ async def test_committed_turns_survive_kill_9(tmp_path):
     finally:
         await store.close()
     assert os.path.exists(path)
+
+
+async def test_a_runs_events_become_the_turn_a_thread_keeps():
+    from onedoor.builtins.scripted import ScriptedOptions, scripted
+    from onedoor.kernel import Backend, Kernel
+    from onedoor.port import normalize_history
+    from onedoor.threads import turn_messages
+
+    kernel = Kernel(Backend("scripted", lambda: scripted(ScriptedOptions(reasoning=False))))
+    async with kernel.run("count my words") as run:
+        events = [event async for event in run]
+    turn = turn_messages("count my words", events)
+    assert [m.role for m in turn] == ["user", "assistant", "tool", "assistant"]
+    assert turn[1].tool_calls[0].name == "word_count" and turn[2].tool_call_id == turn[1].tool_calls[0].id
+    assert turn[-1].content == events[-1].text
+    assert normalize_history([m.to_dict() for m in turn]) == turn, "a turn is valid history for the next run"
+    async with kernel.run("and again", history=turn) as run:
+        again = [event async for event in run]
+    assert "turn 2" in again[-1].text, "the backend saw the stored turn as the conversation so far"
