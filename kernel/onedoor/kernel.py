@@ -44,6 +44,7 @@ from .parking import ParkingLot
 from .port import CancelToken, Message, RunContext, ToolSpec, normalize_history
 from .question_gate import Injected, QuestionGate
 from .questions import Answer, Question, QuestionError
+from .threads import Thread, ThreadStore, TurnRecorder, append_turn
 
 Approver = Callable[[str, str, Any], Any]  # before questions: async (call_id, name, arguments) -> bool
 
@@ -90,10 +91,13 @@ class RunInfo:
 class Kernel:
     """One backend, its limits and its observers; doors start runs with :meth:`run`."""
 
-    def __init__(self, backend: Backend, *, limits: Limits | None = None, hooks: Any = None) -> None:
+    def __init__(
+        self, backend: Backend, *, limits: Limits | None = None, hooks: Any = None, store: ThreadStore | None = None
+    ) -> None:
         self.backend = backend
         self.limits = limits or Limits()
         self.hooks = hooks  # a pluggy PluginManager's .hook relay, or None
+        self.store = store  # where threads live (see kernel.run's ``thread``), or None
         self._active = 0
         self._slot_lock = threading.Lock()  # a stuck worker frees its slot from its own thread
         self._threads: set[threading.Thread] = set()
@@ -198,6 +202,7 @@ class Kernel:
         approver: Approver | None = None,
         asker: Asker | None = None,
         principal: str = "local",
+        thread: Thread | None = None,
     ) -> "RunStream":
         """Start a run; raise :class:`RunRefused` (before any event) if it cannot start.
 
@@ -207,9 +212,22 @@ class Kernel:
         question is answered no and the stream carries no question events. ``approver``
         (``async (call_id, name, arguments) -> bool``) is the older form of a live asker
         for approvals only. ``principal`` is who is calling: only they can resume the
-        run. Use the stream as ``async with`` (or iterate it to its end, or ``aclose()``
-        it): that is what frees the run's slot.
+        run. ``thread`` (a :class:`onedoor.threads.Thread` the door read from
+        ``kernel.store`` for this principal) is the conversation so far, instead of
+        ``history``; the run's turn (the message, tool calls and results, the reply, a
+        reply cut short marked so) is appended to it in the store before the stream's
+        terminal event, so a client that sees the end can read the thread. Use the stream
+        as ``async with`` (or iterate it to its end, or ``aclose()`` it): that is what frees
+        the run's slot.
         """
+        if thread is not None:
+            if history is not None:
+                raise RunRefused("invalid", "send either a thread or a history, not both")
+            if self.store is None:
+                raise RunRefused("invalid", "this server keeps no threads")
+            if thread.owner != principal:
+                raise RunRefused("not_found", f"no thread {thread.id!r}")
+            history = thread.messages
         past = self._check_input(message, history)
         self._take_slot()
         context = RunContext(
@@ -222,7 +240,7 @@ class Kernel:
         )
         if asker is None:
             asker = from_approver(approver) if approver is not None else SILENT_DENY
-        stream = RunStream(self, message, past, context, asker)
+        stream = RunStream(self, message, past, context, asker, thread)
         self._runs.add(stream)
         return stream
 
@@ -300,6 +318,7 @@ class RunStream:
         history: list[Message],
         context: RunContext,
         asker: Any = SILENT_DENY,
+        thread: Thread | None = None,
     ) -> None:
         self.kernel = kernel
         self.message = message
@@ -320,6 +339,9 @@ class RunStream:
         )
         context.asker = self._gate.ask
         self._contract = Contract(self._is_client_tool)
+        self.thread = thread  # after the run: the thread as stored with this run's turn
+        self._recorder = TurnRecorder(message) if thread is not None else None
+        self._turn_saved = False
         self._retired = False  # this stream's response ended "suspended": the run is parked
         self._next: RunStream | None = None  # the stream that continues the run after a resume
         self._parked_at = 0.0
@@ -422,13 +444,16 @@ class RunStream:
                             terminal = event
                             break
                         if type(event) is not RunStarted:  # the kernel sent its own
+                            self._note_tool(event)
                             yield event
                 closing, outcome = await self._ending(contract, terminal)
             except (ContractViolation, StopRun) as exc:
                 await self._stop_backend(tell=True)
                 closing, outcome = contract.close_open_tools("the run failed"), self._failure(exc)
             for event in closing:
+                self._note_tool(event)
                 yield event
+            outcome = await self._save_turn(outcome)
             self.outcome = outcome
             yield outcome
             await self._stop_backend(tell=False)
@@ -456,6 +481,7 @@ class RunStream:
             self._cancel_requested = True
             self._gate.cancel()
         await self._stop_backend(tell=cut_short)
+        await self._save_turn(self.outcome)
         return self.outcome
 
     async def _next_batch(self) -> list[Any]:
@@ -533,6 +559,28 @@ class RunStream:
 
     def _is_client_tool(self, name: str) -> bool:
         return self.context.client_tool(name) is not None
+
+    # -- the thread ----------------------------------------------------------------------
+    def _note_tool(self, event: Any) -> None:
+        if self._recorder is not None:
+            self._recorder.note(event, self._contract.parts)
+
+    async def _save_turn(self, outcome: Any) -> Any:
+        """Append this run's turn to its thread (once); a turn that cannot be kept fails the run."""
+        thread, store = self.thread, self.kernel.store
+        if thread is None or store is None or self._recorder is None or self._turn_saved or outcome is None:
+            return outcome
+        self._turn_saved = True
+        interrupted = "failed" if type(outcome) is RunFailed else ("cancelled" if outcome.stop_reason == STOP_CANCELLED else "")
+        messages = self._recorder.messages(self._contract.parts, interrupted=interrupted)
+        try:
+            self.thread = await append_turn(store, thread, messages)
+        except Exception as exc:  # noqa: BLE001 - the store failed: say so in the run's ending
+            log.warning("run %s: could not keep its turn in thread %s: %s", self.run_id, thread.id, exc)
+            if type(outcome) is RunFailed:
+                return outcome
+            return RunFailed(self.run_id, f"the reply could not be kept in thread {thread.id!r}: {exc}")
+        return outcome
 
     # -- parking (SuspendAsker) -----------------------------------------------------------
     def _park(self, rest: list[Any]) -> bool:

@@ -71,39 +71,90 @@ class ThreadStore(Protocol):
     async def close(self) -> None: ...
 
 
-def turn_messages(message: str, events: Iterable[Any]) -> list[Message]:
-    """What one run adds to its thread: the user's message, then the assistant's turn as
-    the history format has it (an assistant message carrying the tool calls it made, one
-    ``tool`` message per result, the reply). Text written before a tool call stays with
-    that call's assistant message, so the order of the conversation is kept. A run that
-    ended without any reply (cancelled at once) adds only the user's message."""
-    out = [Message("user", message)] if message else []
-    text: list[str] = []
-    calls: list[ToolCall] = []
-    results: list[Message] = []
+class TurnRecorder:
+    """Builds what one run adds to its thread, without copying its text: the text comes
+    from the run's contract (a list of parts) at the end; tool events note where in that
+    list they fell. Only tool events pass through :meth:`note`."""
 
-    def flush() -> None:
-        if calls or text:
-            out.append(Message("assistant", "".join(text), tuple(calls)))
+    __slots__ = ("message", "marks")
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.marks: list[tuple[int, Any]] = []  # (number of text parts before it, tool event)
+
+    def note(self, event: Any, parts: Sequence[str]) -> None:
+        if type(event) is ToolStarted or type(event) is ToolFinished:
+            self.marks.append((len(parts), event))
+
+    def messages(self, parts: Sequence[str], *, interrupted: str = "") -> list[Message]:
+        """The user's message, then the assistant's turn as the history format has it (an
+        assistant message carrying the tool calls it made, a ``tool`` message per result,
+        the reply). ``interrupted`` (e.g. "cancelled") is noted on a reply cut short."""
+        out = [Message("user", self.message)] if self.message else []
+        calls: list[ToolCall] = []
+        results: list[Message] = []
+        text_from = 0  # the current assistant message's text: parts[text_from:text_to]
+        text_to: int | None = None  # where its first tool call was made
+
+        def emit() -> None:
+            out.append(Message("assistant", "".join(parts[text_from:text_to]), tuple(calls)))
             out.extend(results)
-        text.clear()
-        calls.clear()
-        results.clear()
+            calls.clear()
+            results.clear()
 
+        for at, event in self.marks:
+            if type(event) is ToolStarted:
+                if results:  # the calls before were answered: this call starts the next message
+                    emit()
+                    text_from, text_to = text_to or 0, None
+                if text_to is None:
+                    text_to = at
+                calls.append(ToolCall(event.call_id, event.name, event.arguments))
+            else:
+                results.append(Message("tool", event.result_text(), tool_call_id=event.call_id))
+        if calls:
+            emit()
+            text_from = text_to or 0
+        rest = "".join(parts[text_from:])
+        if rest:
+            out.append(Message("assistant", rest))
+        if interrupted:
+            last = out[-1] if out and out[-1].role == "assistant" else None
+            note = f"[reply {interrupted}]"
+            if last is None:
+                out.append(Message("assistant", note))
+            else:
+                out[-1] = Message("assistant", f"{last.content}\n{note}" if last.content else note, last.tool_calls)
+        return out
+
+
+def turn_messages(message: str, events: Iterable[Any], *, interrupted: str = "") -> list[Message]:
+    """:class:`TurnRecorder` over a list of events (for tests and doors that kept them)."""
+    recorder = TurnRecorder(message)
+    parts: list[str] = []
     for event in events:
-        kind = type(event)
-        if kind is TextDelta:
-            if results:  # text after tool results starts the next assistant message
-                flush()
-            text.append(event.text)
-        elif kind is ToolStarted:
-            if results:
-                flush()
-            calls.append(ToolCall(event.call_id, event.name, event.arguments))
-        elif kind is ToolFinished:
-            results.append(Message("tool", event.result_text(), tool_call_id=event.call_id))
-    flush()
-    return out
+        if type(event) is TextDelta:
+            parts.append(event.text)
+        else:
+            recorder.note(event, parts)
+    return recorder.messages(parts, interrupted=interrupted)
+
+
+async def append_turn(store: ThreadStore, thread: Thread, messages: Sequence[Message], *, attempts: int = 8) -> Thread:
+    """Append a run's turn; when another writer got there first, re-read and append after
+    it (turns are never merged or lost, only ordered by when they ended)."""
+    version = thread.version
+    for _ in range(attempts):
+        try:
+            return await store.append(thread.owner, thread.id, messages, expected_version=version)
+        except ThreadError as exc:
+            if exc.reason != "conflict":
+                raise
+            current = await store.get(thread.owner, thread.id)
+            if current is None:
+                raise ThreadError("not_found", f"thread {thread.id!r} was deleted") from None
+            version = current.version
+    raise ThreadError("conflict", f"thread {thread.id!r} changed {attempts} times while saving; try again")
 
 
 def title_from(messages: Sequence[Message], limit: int = 80) -> str:
@@ -115,4 +166,4 @@ def title_from(messages: Sequence[Message], limit: int = 80) -> str:
     return ""
 
 
-__all__ = ["Thread", "ThreadError", "ThreadStore", "ThreadSummary", "title_from", "turn_messages"]
+__all__ = ["append_turn", "Thread", "ThreadError", "ThreadStore", "ThreadSummary", "TurnRecorder", "title_from", "turn_messages"]

@@ -177,3 +177,25 @@ async def test_a_runs_events_become_the_turn_a_thread_keeps():
     async with kernel.run("and again", history=turn) as run:
         again = [event async for event in run]
     assert "turn 2" in again[-1].text, "the backend saw the stored turn as the conversation so far"
+
+
+def test_a_turn_keeps_text_and_tool_calls_in_order():
+    from onedoor.events import TextDelta, ToolFinished, ToolStarted
+    from onedoor.threads import turn_messages
+
+    events = [
+        TextDelta("a"), ToolStarted("c1", "one", {}), ToolStarted("c2", "two", {}),
+        ToolFinished("c1", "one", 1), ToolFinished("c2", "two", 2),
+        TextDelta("b"), ToolStarted("c3", "three", {}), ToolFinished("c3", "three", "3"), TextDelta("c"), TextDelta("d"),
+    ]
+    turn = turn_messages("go", events)
+    assert [(m.role, m.content, [c.id for c in m.tool_calls], m.tool_call_id) for m in turn] == [
+        ("user", "go", [], None),
+        ("assistant", "a", ["c1", "c2"], None), ("tool", "1", [], "c1"), ("tool", "2", [], "c2"),
+        ("assistant", "b", ["c3"], None), ("tool", "3", [], "c3"),
+        ("assistant", "cd", [], None),
+    ]
+    cut = turn_messages("go", [TextDelta("half a rep")], interrupted="cancelled")
+    assert cut[-1] == Message("assistant", "half a rep\n[reply cancelled]")
+    assert turn_messages("go", [], interrupted="cancelled")[-1] == Message("assistant", "[reply cancelled]")
+    assert turn_messages("go", []) == [Message("user", "go")]

@@ -1,0 +1,131 @@
+"""Runs on a stored thread: the kernel reads the conversation from the store and keeps
+each run's turn there (SQLite on disk), whatever door the run came through."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from onedoor.askers import SuspendAsker
+from onedoor.builtins.scripted import ScriptedOptions, scripted
+from onedoor.errors import RunRefused
+from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta
+from onedoor.kernel import Backend, Kernel, Limits
+from onedoor.questions import Answer
+from onedoor.sqlite_store import SQLiteThreadStore
+
+
+@pytest.fixture
+async def store(tmp_path):
+    store = SQLiteThreadStore(tmp_path / "threads.db")
+    yield store
+    await store.close()
+
+
+def kernel_with(store, mode="sync", **limits) -> Kernel:
+    options = ScriptedOptions(mode=mode, reasoning=False)
+    return Kernel(Backend("scripted", lambda: scripted(options)), store=store, limits=Limits(**limits))
+
+
+async def drain(run) -> list:
+    async with run:
+        return [event async for event in run]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_each_turn_is_kept_and_the_next_run_continues_it(store, mode):
+    kernel = kernel_with(store, mode)
+    thread = await store.create("alice")
+    run = kernel.run("hello there", thread=thread, principal="alice", door="rest")
+    first = await drain(run)
+    assert "turn 1" in first[-1].text
+    kept = await store.get("alice", thread.id)
+    assert run.thread == kept and kept.version == 1
+    assert [m.role for m in kept.messages] == ["user", "assistant", "tool", "assistant"]
+    assert kept.messages[-1].content == first[-1].text, "the reply was kept before the client saw the end"
+    second = await drain(kernel.run("and again", thread=kept, principal="alice", door="mcp"))
+    assert "turn 2" in second[-1].text, "the second run (another door) saw the first turn"
+    assert len((await store.get("alice", thread.id)).messages) == 8
+
+
+async def test_two_doors_writing_one_thread_at_once_lose_no_turn(store):
+    kernel = kernel_with(store, "async")
+    thread = await store.create("alice")
+    endings = await asyncio.gather(*(drain(kernel.run(f"message {i}", thread=thread, principal="alice")) for i in range(6)))
+    assert all(type(e[-1]) is RunFinished for e in endings)
+    kept = await store.get("alice", thread.id)
+    users = sorted(m.content for m in kept.messages if m.role == "user")
+    assert users == sorted(f"message {i}" for i in range(6)) and kept.version == 6
+
+
+async def test_a_cancelled_reply_is_kept_and_marked(store):
+    kernel = kernel_with(store, "sync")
+    thread = await store.create("alice")
+    run = kernel.run("/slow /long 400", thread=thread, principal="alice")
+    async with run:
+        async for event in run:
+            if type(event) is TextDelta:
+                run.cancel()
+    assert run.outcome.stop_reason == STOP_CANCELLED
+    kept = await store.get("alice", thread.id)
+    assert kept.messages[0].content == "/slow /long 400"
+    assert kept.messages[-1].content.endswith("[reply cancelled]")
+
+
+async def test_a_reader_that_leaves_still_leaves_its_turn(store):
+    kernel = kernel_with(store, "async")
+    thread = await store.create("alice")
+    run = kernel.run("/slow /long 400", thread=thread, principal="alice")
+    async for event in run:
+        if type(event) is TextDelta:
+            break
+    await run.aclose()
+    kept = await store.get("alice", thread.id)
+    assert kept is not None and kept.messages[-1].content.endswith("[reply cancelled]")
+
+
+async def test_another_owners_thread_and_bad_combinations_are_refused(store):
+    kernel = kernel_with(store)
+    thread = await store.create("alice")
+    with pytest.raises(RunRefused) as foreign:
+        kernel.run("hi", thread=thread, principal="mallory")
+    assert foreign.value.reason == "not_found"
+    with pytest.raises(RunRefused, match="either a thread or a history"):
+        kernel.run("hi", thread=thread, principal="alice", history=[])
+    with pytest.raises(RunRefused, match="keeps no threads"):
+        Kernel(kernel.backend).run("hi", thread=thread, principal="alice")
+    assert kernel.active_runs == 0
+
+
+async def test_a_thread_over_the_input_limit_is_refused_before_the_run(store):
+    kernel = kernel_with(store, max_input_chars=200)
+    thread = await store.create("alice")
+    thread = (await drain(kernel.run("x " * 60, thread=thread, principal="alice")), await store.get("alice", thread.id))[1]
+    with pytest.raises(RunRefused) as refused:
+        kernel.run("one more", thread=thread, principal="alice")
+    assert refused.value.reason == "too_large"
+
+
+async def test_a_store_that_fails_fails_the_run_clearly(tmp_path):
+    store = SQLiteThreadStore(tmp_path / "threads.db", max_thread_chars=50)
+    try:
+        kernel = kernel_with(store)
+        thread = await store.create("alice")
+        events = await drain(kernel.run("a message that makes the thread too long", thread=thread, principal="alice"))
+        assert type(events[-1]) is RunFailed and "could not be kept" in events[-1].error and "limit is 50" in events[-1].error
+        assert kernel.active_runs == 0
+    finally:
+        await store.close()
+
+
+async def test_a_parked_run_keeps_one_turn_when_it_ends(store):
+    kernel = kernel_with(store, "async")
+    thread = await store.create("alice")
+    first = await drain(kernel.run('/ask rm {"path": "x"}', thread=thread, principal="alice", asker=SuspendAsker()))
+    assert (await store.get("alice", thread.id)).version == 0, "nothing kept while the run waits"
+    question = first[-2].question
+    await drain(kernel.resume([Answer(question.id, "allow_once")], principal="alice"))
+    kept = await store.get("alice", thread.id)
+    assert kept.version == 1
+    assert [m.role for m in kept.messages] == ["user", "assistant", "tool", "assistant"]
+    assert kept.messages[-1].content.startswith("Approved")
