@@ -3,7 +3,9 @@
 ``LiveAsker(ask)``
     The door asks within the run: ``ask`` is ``async (Question) -> Answer`` (ACP
     ``session/request_permission``, MCP elicitation, a terminal prompt). The backend
-    waits meanwhile and the run's idle timeout is paused. ``ask`` may also return a bool
+    waits meanwhile and the run's idle timeout is paused; a question still unanswered
+    after ``Limits.question_ttl`` is answered no (``how="expired"``), and one open when
+    the run is cancelled or times out is answered no at once. ``ask`` may also return a bool
     (approvals: allow once / reject once) or an outcome string; if it raises, or returns
     an answer that does not fit the question, the answer is no (``reject_once`` /
     ``decline``), logged.
@@ -15,8 +17,12 @@
     stream for the same run (AG-UI interrupts, REST). A parked run expires ``ttl``
     seconds after the question (default ``Limits.question_ttl``): the question is
     answered ``cancel``/``reject_once`` with ``how="expired"`` and the run ends
-    cancelled. When ``Limits.max_parked_runs`` runs are parked already, the question is
-    answered by ``fallback`` (a policy, default ``deny``) instead.
+    cancelled. When ``Limits.max_parked_runs`` runs are parked already (default 32, well
+    below ``max_concurrent_runs``, so that clients who never answer cannot take every run
+    slot), the question is answered by ``fallback`` (a policy, default ``deny``) instead.
+    A run id in use (running or parked) cannot start another run. The stream's
+    ``suspended`` is True once its response ended this way: its end, or its client going
+    away, must not cancel the parked run (``cancel()`` still does, on purpose).
 
 ``PolicyAsker(policy)``
     The door cannot ask (a client without elicitation, stdin that is not a TTY):

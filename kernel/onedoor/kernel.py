@@ -43,7 +43,7 @@ from .observers import notify
 from .parking import ParkingLot
 from .port import CancelToken, Message, RunContext, ToolSpec, normalize_history
 from .question_gate import Injected, QuestionGate
-from .questions import Answer, Question, QuestionError
+from .questions import Answer, Question, QuestionError, clip
 from .threads import Thread, ThreadStore, TurnRecorder, append_turn
 
 Approver = Callable[[str, str, Any], Any]  # before questions: async (call_id, name, arguments) -> bool
@@ -63,7 +63,8 @@ class Limits:
     cancel_grace: float = 5.0  # seconds a cancelled backend gets to stop before the door gets its ending anyway
     queue_size: int = 1024  # events buffered between backend and door (backpressure)
     retry_after: float = 1.0  # advice given with a "busy" refusal
-    max_parked_runs: int = 256  # runs waiting for answers between requests (they hold their slots too)
+    max_parked_runs: int = 32  # runs waiting for answers between requests; they hold run slots too, so keep it
+    # well below max_concurrent_runs: past it, questions get the door's fallback answer
     question_ttl: float = 600.0  # seconds a parked run waits for its answers before it ends cancelled
 
 
@@ -103,6 +104,7 @@ class Kernel:
         self._threads: set[threading.Thread] = set()
         self._runs: "weakref.WeakSet[RunStream]" = weakref.WeakSet()
         self._lot = ParkingLot()
+        self._live_ids: set[str] = set()  # run ids of runs not yet finished (parked ones included)
 
     @property
     def active_runs(self) -> int:
@@ -229,6 +231,8 @@ class Kernel:
                 raise RunRefused("not_found", f"no thread {thread.id!r}")
             history = thread.messages
         past = self._check_input(message, history)
+        if run_id is not None and run_id in self._live_ids:
+            raise RunRefused("invalid", f"run id {clip(run_id)} is in use (running or waiting for answers)")
         self._take_slot()
         context = RunContext(
             run_id=run_id or os.urandom(16).hex(),
@@ -242,6 +246,7 @@ class Kernel:
             asker = from_approver(approver) if approver is not None else SILENT_DENY
         stream = RunStream(self, message, past, context, asker, thread)
         self._runs.add(stream)
+        self._live_ids.add(context.run_id)
         return stream
 
     def _check_input(self, message: Any, history: Iterable[Any] | None) -> list[Message]:
@@ -368,6 +373,13 @@ class RunStream:
     def cancelled(self) -> bool:
         return self._cancel_requested
 
+    @property
+    def suspended(self) -> bool:
+        """This response ended with questions and the run is parked (or already resumed
+        in another stream): the response's end, or its client going away, must not cancel
+        it; ``cancel()`` still does, on purpose."""
+        return self._retired
+
     def cancel(self, grace: float | None = None) -> None:
         """Ask the run to stop; safe to call more than once and after the end.
 
@@ -419,8 +431,7 @@ class RunStream:
             yield RunStarted(run_id)
             terminal: Any = None
             try:
-                if not resumed and not self._cancel_requested:
-                    self._start_backend()
+                self._start_backend_once(resumed)
                 pass_text = contract.pass_text  # the fast path: most events are text in mid-run
                 while terminal is None and not self._cancel_requested:
                     batch = await self._next_batch()
@@ -431,13 +442,14 @@ class RunStream:
                             yield event
                             continue
                         if type(event) is Injected:  # the kernel's own question events
-                            if event.suspend:
-                                parked = self._park(batch[index + 1:])
+                            if not event.suspend:
+                                yield event.event
+                                _fail_if_asked(event)
+                            elif self._park(batch[index + 1:]):  # (False: the backend stopped waiting)
+                                parked = True
                                 yield event.event
                                 yield RunFinished(run_id, contract.text, STOP_SUSPENDED)
                                 return
-                            yield event.event
-                            _fail_if_asked(event)
                             continue
                         contract.check(event)
                         if type(event) in _TERMINAL:
@@ -448,6 +460,7 @@ class RunStream:
                             yield event
                 closing, outcome = await self._ending(contract, terminal)
             except (ContractViolation, StopRun) as exc:
+                self._gate.cancel()  # a question still open (a timeout while asked) is answered no
                 await self._stop_backend(tell=True)
                 closing, outcome = contract.close_open_tools("the run failed"), self._failure(exc)
             for event in closing:
@@ -539,6 +552,11 @@ class RunStream:
         return [], RunFinished(self.run_id, terminal.text, terminal.stop_reason)
 
     # -- the backend -------------------------------------------------------------------
+    def _start_backend_once(self, resumed: bool) -> None:
+        """A run's first stream starts its backend (unless cancelled first); a resumed one has it."""
+        if not resumed and not self._cancel_requested:
+            self._start_backend()
+
     def _start_backend(self) -> None:
         kernel = self.kernel
         self._runner = BackendRunner.start(
@@ -585,14 +603,18 @@ class RunStream:
     # -- parking (SuspendAsker) -----------------------------------------------------------
     def _park(self, rest: list[Any]) -> bool:
         """This response ends with a question: park the run (the rest of the batch goes
-        back to the feed for the stream that continues it). Returns True."""
+        back to the feed for the stream that continues it). False, and no parking, when
+        the question is no longer open (its backend stopped waiting before the door saw it)."""
         assert self._runner is not None
+        open_questions = self._gate.open_questions()
+        if not open_questions:
+            return False
         self._runner.feed.items.extendleft(reversed(rest))
         self._retired = True
         self._parked_at = time.monotonic()
         self._ended.set()
-        expiry = [q.expires_at for q in self._gate.open_questions() if q.expires_at is not None]
-        self.kernel._lot.park(self, min(expiry) if expiry else None)
+        expiry = [q.expires_at for q in open_questions if q.expires_at is not None]
+        self.kernel._lot.park(self, min(expiry) if expiry else time.time() + self.kernel.limits.question_ttl)
         return True
 
     def _successor(self, door: str = "") -> "RunStream":
@@ -653,6 +675,7 @@ class RunStream:
         if self._finished:
             return
         self._finished = True
+        self.kernel._live_ids.discard(self.run_id)
         if self.outcome is None:
             self.outcome = outcome
         self._ended.set()

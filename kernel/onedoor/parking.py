@@ -43,7 +43,7 @@ class ParkingLot:
         self.questions.pop(question.id, None)
         if question.id in self.closed:
             return
-        why = "expired" if answer.how == "expired" else f"answered: {answer.outcome}"
+        why = answer.how if answer.how in ("expired", "cancelled") else f"answered: {answer.outcome}"
         self.closed[question.id] = (stream.principal, why)
         while len(self.closed) > _CLOSED_MEMORY:
             self.closed.popitem(last=False)
@@ -70,7 +70,7 @@ class ParkingLot:
         closed = self.closed.get(question_id)
         if closed is None or closed[0] != principal:
             return "unknown"
-        return "expired" if closed[1] == "expired" else "answered"
+        return "answered" if closed[1].startswith("answered") else "expired"
 
     def find(self, answers: Iterable[Answer], principal: str) -> "RunStream":
         """The parked run these answers belong to; QuestionError if there is none."""
@@ -80,7 +80,7 @@ class ParkingLot:
             if owner is None or owner.principal != principal:
                 closed = self.closed.get(answer.question_id)
                 if closed is not None and closed[0] == principal:
-                    reason = "expired" if closed[1] == "expired" else "answered"
+                    reason = "answered" if closed[1].startswith("answered") else "expired"  # cancelled: gone too
                     raise QuestionError(reason, f"question {clip(answer.question_id)} is closed ({closed[1]})")
                 raise QuestionError("unknown", f"no open question {clip(answer.question_id)}")
             if stream is not None and owner is not stream:

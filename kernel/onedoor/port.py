@@ -122,7 +122,7 @@ class RunContext:
                 answer: Answer = future.result(timeout=1.0)
                 return answer
             except concurrent.futures.TimeoutError:
-                if self.loop.is_closed():
+                if self.loop.is_closed() or (self.cancel.cancelled and not future.done()):
                     future.cancel()
                     return closing_answer(question, "cancelled")
             except Exception:  # noqa: BLE001 - the loop went away while asking: the answer is no

@@ -170,8 +170,8 @@ class QuestionGate:
     async def _ask_live(self, asker: LiveAsker, question: Question, cancel: asyncio.Event) -> Answer:
         ask = asyncio.ensure_future(asker.ask(question))
         stop = asyncio.ensure_future(cancel.wait())
-        try:
-            await asyncio.wait({ask, stop}, return_when=asyncio.FIRST_COMPLETED)
+        try:  # a live question waits as long as a parked one may: the question's ttl
+            await asyncio.wait({ask, stop}, timeout=self.ttl, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # the backend's task was cancelled while the door asked
             ask.cancel()
             raise
@@ -179,7 +179,7 @@ class QuestionGate:
             stop.cancel()
         if not ask.done():
             ask.cancel()
-            return closing_answer(question, self.cancel_how)
+            return closing_answer(question, self.cancel_how if stop.done() or self.cancelled else "expired")
         try:
             return check_answer(question, coerce_answer(question, ask.result()))
         except Exception as exc:  # noqa: BLE001 - the door could not ask, or answered nonsense: the answer is no

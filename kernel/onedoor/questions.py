@@ -213,6 +213,9 @@ def check_form_schema(schema: Any) -> None:
             raise ValueError(f"property {name!r}: enum must be a non-empty list of strings on a string")
         if prop.get("format") is not None and prop.get("format") not in _STRING_FORMATS:
             raise ValueError(f"property {name!r}: format must be one of {', '.join(_STRING_FORMATS)}")
+        for bound in ("minLength", "maxLength", "minimum", "maximum"):
+            if bound in prop and (isinstance(prop[bound], bool) or not isinstance(prop[bound], (int, float))):
+                raise ValueError(f"property {name!r}: {bound} must be a number")
     required = schema.get("required", [])
     if not isinstance(required, list) or any(r not in props for r in required):
         raise ValueError("required must list properties of the schema")

@@ -387,3 +387,82 @@ def test_a_huge_hostile_answer_gives_a_short_error():
     with pytest.raises(QuestionError) as unknown:
         kernel.resume([{"question_id": "q" * 1_000_000, "outcome": "accept"}])
     assert len(str(unknown.value)) < 300
+
+
+async def test_a_run_id_in_use_is_refused_until_its_run_ends():
+    kernel = kernel_for("async")
+    events, question = await ask_and_park(kernel, ASK_RM)
+    run_id = question.run_id
+    with pytest.raises(Exception, match="is in use") as refused:
+        kernel.run("hello", run_id=run_id)
+    assert refused.value.reason == "invalid"
+    await drain(kernel.resume([Answer(question.id, "allow_once")]))
+    again = await drain(kernel.run("hello", run_id=run_id))
+    assert again[-1].stop_reason == "end_turn", "the id is free once its run has ended"
+
+
+async def test_a_question_the_backend_stopped_waiting_for_parks_nothing():
+    class Impatient:
+        async def run(self, message, *, history=None, context=None):
+            yield RunStarted(context.run_id)
+            yield TextDelta("thinking ")
+            try:
+                await asyncio.wait_for(context.ask(Question.input("quick?")), 0.05)
+                text = "answered"
+            except TimeoutError:
+                text = "gave up"
+            yield TextDelta(text)
+            yield RunFinished(context.run_id, "thinking " + text)
+
+    kernel = Kernel(Backend("impatient", Impatient))
+    events = []
+    async with kernel.run("go", asker=SuspendAsker()) as run:
+        async for event in run:
+            events.append(event)
+            await asyncio.sleep(0.2)  # a slow door: the backend gives up before it reads on
+    assert events[-1] == RunFinished(events[0].run_id, "thinking gave up")
+    assert QuestionAsked not in [type(e) for e in events], "a question nobody waits for is not shown"
+    assert kernel.parked_runs == 0 and not run.suspended
+    await await_for(lambda: kernel.active_runs == 0, "the run's slot to be freed")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_live_question_nobody_answers_expires(mode):
+    async def silent(question):
+        await asyncio.Event().wait()
+
+    kernel = kernel_for(mode, question_ttl=0.3)
+    events = await drain(kernel.run(ASK_RM, asker=LiveAsker(silent)))
+    answered = next(e for e in events if type(e) is QuestionAnswered)
+    assert answered.answer.how == "expired" and events[-1].text.startswith("Not approved")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_run_timeout_while_asked_live_frees_everything(mode):
+    async def silent(question):
+        await asyncio.Event().wait()
+
+    kernel = kernel_for(mode, run_timeout=0.5)
+    events = await drain(kernel.run(ASK_RM, asker=LiveAsker(silent)))
+    assert type(events[-1]) is RunFailed and "run timeout" in events[-1].error
+    await await_for(lambda: kernel.active_runs == 0, "the timed-out run's slot to be freed")
+    await await_for(lambda: not kernel.worker_threads(), "its worker thread to end")
+
+
+async def test_a_cancelled_parked_question_is_gone_not_answered():
+    kernel = kernel_for("async")
+    run = kernel.run(ASK_RM, asker=SuspendAsker())
+    async with run:
+        events = [e async for e in run]
+    assert run.suspended
+    run.cancel()
+    await await_for(lambda: kernel.active_runs == 0, "the cancelled parked run to end")
+    with pytest.raises(QuestionError, match="cancelled") as late:
+        kernel.check_question(events[-2].question.id)
+    assert late.value.reason == "expired"
+
+
+def test_a_form_with_a_non_numeric_bound_is_refused():
+    for bound in ("minLength", "maxLength", "minimum", "maximum"):
+        with pytest.raises(ValueError, match=f"{bound} must be a number"):
+            Question.input("x", {"type": "object", "properties": {"a": {"type": "string", bound: "5"}}})

@@ -44,6 +44,21 @@ def shorten(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None}
+_CONTROL.update({c: None for c in range(0x80, 0xA0)})
+
+
+def for_consent(value: Any, head: int = 3000, tail: int = 1000) -> str:
+    """What a person is asked to allow, as safe text: control characters (terminal escape
+    sequences) removed, and a very long text shown by its start and its end with the cut
+    marked, so nothing dangerous can hide past the part shown."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = text.translate(_CONTROL)
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n  … {len(text) - head - tail} characters not shown …\n{text[-tail:]}"
+
+
 @contextmanager
 def ctrl_c_cancels(cancel: Callable[[], Any]) -> Iterator[None]:
     """While inside, Ctrl-C calls ``cancel`` (on the running event loop) instead of raising
@@ -92,7 +107,7 @@ async def ask_at_terminal(question: "Question", say: Say, read_line: ReadLine) -
 
     if question.kind == APPROVAL and question.tool is not None:
         tool = question.tool
-        await say(f"\n[question] {question.prompt}\n  tool: {tool.name} {shorten(tool.arguments, 400)}\n")
+        await say(f"\n[question] {for_consent(question.prompt)}\n  tool: {for_consent(tool.name)} {for_consent(tool.arguments)}\n")
         for _ in range(MAX_TRIES):
             await say(f"Allow? {APPROVAL_CHOICES}: ")
             line = await read_line()
@@ -113,7 +128,7 @@ async def _ask_form(question: "Question", say: Say, read_line: ReadLine) -> "Ans
     schema = question.schema or {}
     props: dict[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or ())
-    await say(f"\n[question] {question.prompt}\n  (one line per field; /decline to not answer)\n")
+    await say(f"\n[question] {for_consent(question.prompt)}\n  (one line per field; /decline to not answer)\n")
     value: dict[str, Any] = {}
     for name, prop in props.items():
         outcome, item = await _ask_field(name, prop, name in required, say, read_line)

@@ -40,7 +40,7 @@ from typing import Any, Awaitable, Callable, MutableMapping
 from onedoor.askers import SuspendAsker
 from onedoor.errors import RunRefused
 from onedoor.events import QuestionAsked
-from onedoor.questions import Answer, Question, QuestionError
+from onedoor.questions import Answer, Question, QuestionError, clip
 from onedoor.wire import WireError, json_type
 from onedoor_transport_http.errors import send_error, send_json, send_refusal
 from onedoor_transport_http.guard import read_json
@@ -148,7 +148,7 @@ class AguiApp:
         if found is None:  # a run waiting for answers is cancelled by the runId that was interrupted
             found = next(((i.thread_id, i.stream) for i in self.interrupts.values() if i.agui_run_id == run_id), None)
         if found is None or data.get("threadId", found[0]) != found[0]:
-            await send_error(send, 404, "not_found", f"no run {run_id!r} is in progress")
+            await send_error(send, 404, "not_found", f"no run {clip(run_id)} is in progress")
             return
         found[1].cancel()
         for qid in [qid for qid, i in self.interrupts.items() if i.agui_run_id == run_id and i.stream is found[1]]:
@@ -168,7 +168,7 @@ class AguiApp:
             await send_error(send, 422, "invalid_request", str(exc))
             return
         if request.run_id in self.runs:
-            await send_error(send, 409, "conflict", f"run {request.run_id!r} is already in progress")
+            await send_error(send, 409, "conflict", f"run {clip(request.run_id)} is already in progress")
             return
         try:
             run = self.kernel.run(
@@ -242,7 +242,7 @@ class AguiApp:
         except QuestionError as exc:
             if exc.reason in ("expired", "answered"):
                 return exc
-        return QuestionError("unknown", f"no open interrupt {interrupt_id!r} on this thread")
+        return QuestionError("unknown", f"no open interrupt {clip(interrupt_id)} on this thread")
 
     def _answers(self, request: ResumeRequest) -> tuple[list[Answer], Interrupted]:
         """The kernel's answers for the resume entries, and the interrupt they continue from."""
@@ -266,7 +266,7 @@ class AguiApp:
             await send_error(send, 422, "invalid_request", str(exc))
             return
         if request.run_id in self.runs:
-            await send_error(send, 409, "conflict", f"run {request.run_id!r} is already in progress")
+            await send_error(send, 409, "conflict", f"run {clip(request.run_id)} is already in progress")
             return
         try:
             answers, parent = self._answers(request)

@@ -52,7 +52,12 @@ def _json(value: Any) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """At most about ``limit`` characters: the start and the end, the cut marked (what a
+    person approves must not hide its dangerous tail)."""
+    if len(text) <= limit:
+        return text
+    tail = limit // 4
+    return f"{text[: limit - tail]} … {len(text) - limit} characters not shown … {text[-tail:]}"
 
 
 def approval_schema(question: Question) -> dict[str, Any]:

@@ -327,15 +327,15 @@ class _Runs:
         """The run's next response, after the answers, and the tool calls being approved;
         QuestionError (nothing answered) if an answer names a question that is not this
         run's, or the kernel refuses the answers."""
-        self.ledger.check(run_id, [a.question_id for a in body.answers])
-        calls = {q.tool.id: (q.tool.name, q.tool.arguments) for q in self.waiting(run_id) if q.tool is not None}
+        waiting = self.waiting(run_id)
+        self.ledger.check(run_id, [a.question_id for a in body.answers], {q.id for q in waiting})
+        calls = {q.tool.id: (q.tool.name, q.tool.arguments) for q in waiting if q.tool is not None}
         answers = [Answer(a.question_id, a.outcome, a.value) for a in body.answers]
         return ResponseRun(self.kernel.resume(answers, principal=PRINCIPAL, door="rest")), calls
 
     def waiting(self, run_id: str) -> list[Any]:
-        """The open questions of a run this door suspended."""
-        questions = self.kernel.open_questions(run_id, principal=PRINCIPAL)
-        return [q for q in questions if self.ledger.owner(q.id) == run_id]
+        """The open questions of a suspended run."""
+        return list(self.kernel.open_questions(run_id, principal=PRINCIPAL))
 
     async def reply_json(self, run: ResponseRun, request: Any, known_calls: dict[str, tuple[str, Any]] | None = None) -> Any:
         """Read this response of the run to its end and answer JSON."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from onedoor.questions import Question, QuestionError
+from onedoor.questions import Question, QuestionError, clip
 
 # (status, error code) per QuestionError reason
 QUESTION_ERRORS: dict[str, tuple[int, str]] = {
@@ -48,11 +48,13 @@ class QuestionLedger:
     def owner(self, question_id: str) -> str | None:
         return self._owner.get(question_id)
 
-    def check(self, run_id: str, question_ids: list[str]) -> None:
-        """QuestionError("unknown") unless every id names a question of ``run_id``."""
+    def check(self, run_id: str, question_ids: list[str], open_ids: set[str]) -> None:
+        """QuestionError("unknown") unless every id names a question of ``run_id``: one it
+        waits for now (``open_ids``, from the kernel: never forgotten), or one this door
+        handed out for it (then the kernel says why it is closed)."""
         for question_id in question_ids:
-            if self._owner.get(question_id) != run_id:
-                raise QuestionError("unknown", f"run {run_id!r} has no question {question_id!r}")
+            if question_id not in open_ids and self._owner.get(question_id) != run_id:
+                raise QuestionError("unknown", f"run {clip(run_id)} has no question {clip(question_id)}")
 
 
 class ResponseRun:

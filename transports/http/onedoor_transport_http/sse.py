@@ -53,11 +53,13 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 async def cancel_on_disconnect(receive: Receive, run: Any) -> None:
-    """Wait for the client to go away, then cancel the run."""
+    """Wait for the client to go away, then cancel the run (unless this response ended with
+    the run parked for answers: a later request continues it)."""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            run.cancel()
+            if not getattr(run, "suspended", False):
+                run.cancel()
             return
 
 
@@ -119,7 +121,8 @@ class EventStream:
             for task in helpers:
                 task.cancel()
             if not pumping.done():
-                self.run.cancel()
+                if not getattr(self.run, "suspended", False):
+                    self.run.cancel()
                 pumping.cancel()
                 await asyncio.gather(pumping, return_exceptions=True)
             if not flow.finished:  # cut short (server shutdown, a failed write): still try to end properly
