@@ -78,6 +78,7 @@ PROVIDER = {
     "pydantic_core": "pydantic-core",
     "slim_bindings": "slim-bindings",
     "run_agent": "hermes-agent",
+    "hermes_cli": "hermes-agent",
     "tools": "hermes-agent",
     "toolsets": "hermes-agent",
     **{package: release.pyproject(folder)["project"]["name"] for folder, package in release.ALL.items()},

@@ -197,7 +197,7 @@ class Peer:
 
 def _modern_versions() -> tuple[str, ...]:
     try:
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # type: ignore[import-not-found]
+        from mcp.shared.inbound import MODERN_PROTOCOL_VERSIONS  # type: ignore[import-not-found]  # 2.x (from mcp-types)
     except ImportError:  # 1.x, or a 2.x without the 2026-07-28 era
         return ()
     return tuple(MODERN_PROTOCOL_VERSIONS)
