@@ -26,6 +26,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# Servers the tests start keep threads (and ACP sessions) in onedoor's data directory:
+# one throwaway directory per test process, never the user's own.
+if "ONEDOOR_DATA_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["ONEDOOR_DATA_DIR"] = tempfile.mkdtemp(prefix="onedoor-test-data-")
+    atexit.register(shutil.rmtree, os.environ["ONEDOOR_DATA_DIR"], True)
+
 TOOL_SKIP = re.compile(r"chromium|\bnode\b|node_modules|npm|strace|openssl", re.IGNORECASE)
 _tool_skips: list[str] = []
 

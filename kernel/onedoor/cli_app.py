@@ -102,6 +102,7 @@ def serve(
     host: str | None = typer.Option(None, "--host", help="address to bind (http; default 127.0.0.1)"),
     port: int | None = typer.Option(None, "--port", help="port to bind (http; default 8000)"),
     token: str | None = typer.Option(None, "--token", help="bearer token every request must carry (http)"),
+    store: str | None = typer.Option(None, "--store", help="thread store (default: sqlite; none: keep no threads)"),
     option: List[str] | None = OptionPairs,
     config: Path | None = ConfigPath,
 ) -> None:
@@ -113,7 +114,9 @@ def serve(
     for name, value in (("host", host), ("port", port), ("token", token)):
         if value is not None:
             pairs.append(f"{name}={value}")
-    settings = Settings(doors=list(door or []), transport=transport, backend=backend, options=pairs, config=config)
+    settings = Settings(
+        doors=list(door or []), transport=transport, backend=backend, store=store, options=pairs, config=config
+    )
     raise typer.Exit(do_serve(settings))
 
 

@@ -143,6 +143,10 @@ class Endpoint:
         return f"{self.scheme}://{host}:{self.port}"
 
 
+LOCAL_PRINCIPAL = "local"
+PRINCIPAL_KEY = "onedoor.principal"  # where an asgi transport puts the caller's principal id
+
+
 @dataclass
 class ServeContext:
     """Everything a door or transport needs at serve time."""
@@ -157,6 +161,14 @@ class ServeContext:
 
     def options_for(self, plugin: str) -> Any:
         return self.options.get(plugin)
+
+    @staticmethod
+    def principal_of(scope: Any) -> str:
+        """Who is calling, for an ASGI ``scope`` the transport let through: the principal
+        its token names (a tokens file), else ``"local"``, the one principal of a server
+        without tokens or with one token (and of stdio and SLIM doors)."""
+        principal = scope.get(PRINCIPAL_KEY) if isinstance(scope, dict) else None
+        return principal if isinstance(principal, str) and principal else LOCAL_PRINCIPAL
 
 
 @runtime_checkable

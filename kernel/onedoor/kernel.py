@@ -39,6 +39,7 @@ from .backend_runner import BackendRunner, StopRun
 from .contract import Contract
 from .errors import ContractViolation, RunRefused
 from .events import STOP_CANCELLED, STOP_SUSPENDED, Event, RunFailed, RunFinished, RunStarted, ToolFinished
+from .journal import Journals
 from .observers import notify
 from .parking import ParkingLot
 from .port import CancelToken, Message, RunContext, ToolSpec, normalize_history
@@ -66,6 +67,8 @@ class Limits:
     max_parked_runs: int = 32  # runs waiting for answers between requests; they hold run slots too, so keep it
     # well below max_concurrent_runs: past it, questions get the door's fallback answer
     question_ttl: float = 600.0  # seconds a parked run waits for its answers before it ends cancelled
+    journal_retention: float = 300.0  # seconds a run's journal is kept after it ends (reconnects, reattach)
+    max_journal_events: int = 100_000  # events one run's journal holds; older ones go first
 
 
 @dataclass
@@ -99,6 +102,7 @@ class Kernel:
         self.limits = limits or Limits()
         self.hooks = hooks  # a pluggy PluginManager's .hook relay, or None
         self.store = store  # where threads live (see kernel.run's ``thread``), or None
+        self._journals: Journals | None = None
         self._active = 0
         self._slot_lock = threading.Lock()  # a stuck worker frees its slot from its own thread
         self._threads: set[threading.Thread] = set()
@@ -115,6 +119,13 @@ class Kernel:
     def parked_runs(self) -> int:
         """Runs waiting for answers between two requests (see :mod:`onedoor.askers`)."""
         return len(self._lot)
+
+    @property
+    def journals(self) -> Journals:
+        """Runs driven by the kernel and journaled, for resumable streams (:mod:`onedoor.journal`)."""
+        if self._journals is None:
+            self._journals = Journals(self)
+        return self._journals
 
     def open_questions(self, run_id: str, *, principal: str = "local") -> list[Question]:
         """The questions a parked run of ``principal`` waits for (empty for any other run)."""

@@ -247,7 +247,7 @@ def load_config_file(path: Path | None) -> dict[str, Any]:
 def check_config(data: Mapping[str, Any], path: Path | str = "onedoor.toml") -> None:
     """Check the types of the keys onedoor reads from the top of onedoor.toml (the values
     inside ``[options.*]`` and ``[limits]`` are checked when they are parsed)."""
-    for key in ("backend", "transport"):
+    for key in ("backend", "transport", "store"):
         if key in data and not isinstance(data[key], str):
             raise OptionsError(f"{path}: {key} must be a name in quotes, got {data[key]!r}")
     doors = data.get("doors")

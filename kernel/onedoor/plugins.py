@@ -1,6 +1,6 @@
 """Plugin discovery and loading.
 
-Four entry-point groups (:data:`GROUPS`). Listing reads installed metadata and imports
+Five entry-point groups (:data:`GROUPS`). Listing reads installed metadata and imports
 nothing; :func:`load` imports exactly the one named plugin (through stevedore) and
 checks it is the right kind of object. A broken plugin becomes a :class:`PluginError`
 naming it; it never takes the CLI down. That holds for a plugin whose import raises
@@ -37,6 +37,7 @@ GROUPS = {
     "door": "onedoor.doors",
     "transport": "onedoor.transports",
     "hook": "onedoor.hooks",
+    "store": "onedoor.stores",
 }
 
 # Where to get the plugins this project publishes, for "not installed" messages.
@@ -49,6 +50,8 @@ KNOWN_DISTRIBUTIONS = {
     ("transport", "slim"): "onedoor-transport-slim",
     ("backend", "hermes"): "onedoor-backend-hermes",
     ("backend", "pydantic-ai"): "onedoor-backend-pydantic-ai",
+    ("door", "a2a"): "onedoor-door-a2a",
+    ("store", "postgres"): "onedoor-store-postgres",
 }
 
 IN_PROCESS = "(in-process)"  # the distribution shown for plugins added by add_in_process_plugin
@@ -209,9 +212,9 @@ def _import_entry_point(kind: str, name: str) -> Any:
 
 
 def _check_kind(kind: str, name: str, obj: Any) -> Any:
-    if kind == "backend":
+    if kind in ("backend", "store"):
         if not callable(obj):
-            raise PluginError(f"backend {name!r} is not a factory: got {type(obj).__name__}, expected a callable")
+            raise PluginError(f"{kind} {name!r} is not a factory: got {type(obj).__name__}, expected a callable")
         return obj
     if kind in ("door", "transport"):
         from .composition import check_door, check_transport

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import plugins
 from .errors import CompositionError, OptionsError, PluginError
 from .kernel import Kernel, Limits
+from .stores import DEFAULT_STORE, NO_STORE, make_store
 from .options import (
     coerce_value,
     field_types,
@@ -38,6 +39,7 @@ class Settings:
     doors: list[str] = field(default_factory=list)
     transport: str | None = None
     backend: str | None = None
+    store: str | None = None  # a thread store plugin, or "none"
     options: list[str] = field(default_factory=list)  # "scope.name=value" or "name=value"
     config: Path | None = None
 
@@ -161,12 +163,16 @@ def plan_serve(settings: Settings, *, default_transport: str = "http") -> Plan:
     validate_combination(doors, transport, transports_by_shape())
     backend_name = settings.backend or config.get("backend") or DEFAULT_BACKEND
 
-    # Options: every chosen plugin, plus the backend.
+    store_name = settings.store or config.get("store") or DEFAULT_STORE
+
+    # Options: every chosen plugin, plus the backend and the store.
     backend_factory = plugins.load("backend", backend_name)
     declared: dict[str, Any] = {transport_name: getattr(transport, "Options", None)}
     for door in doors:
         declared[door.name] = getattr(door, "Options", None)
     declared[backend_name] = getattr(backend_factory, "Options", None)
+    if store_name != NO_STORE:
+        declared[store_name] = getattr(plugins.load("store", store_name), "Options", None)
     pairs = list(settings.options)
     scoped_pairs = []
     for pair in pairs:  # "backend.x=…" means the chosen backend
@@ -183,12 +189,13 @@ def plan_serve(settings: Settings, *, default_transport: str = "http") -> Plan:
         backend_name, cli=per_plugin.get(backend_name), file=_file_options(config, backend_name)
     )
     parsed[backend_name] = backend_options
+    store = make_store(store_name, cli=per_plugin.get(store_name), file=_file_options(config, store_name))
 
     pm = plugins.plugin_manager()
     for door in doors:
         plugins.register_hooks(pm, "door", door.name, door)
     plugins.register_hooks(pm, "transport", transport_name, transport)
-    kernel = Kernel(backend, limits=limits, hooks=pm.hook)
+    kernel = Kernel(backend, limits=limits, hooks=pm.hook, store=store)
     ctx = ServeContext(
         kernel=kernel,
         options=parsed,
@@ -204,17 +211,36 @@ def serve(settings: Settings) -> int:
     prepare = getattr(plan.transport, "prepare", None)
     if callable(prepare):
         prepare(plan.ctx.options_for(plan.transport.name))
-    return int(plan.transport.serve(plan.doors, plan.ctx) or 0)
+    try:
+        return int(plan.transport.serve(plan.doors, plan.ctx) or 0)
+    finally:
+        close_store(plan.ctx.kernel.store)
 
 
-def kernel_for(backend_name: str | None, option_pairs: list[str], config_path: Path | None = None) -> Kernel:
-    """A kernel for one-shot use (`onedoor run`): backend + its options + limits + hooks."""
+def close_store(store: Any) -> None:
+    """Close a store after its server's event loop has ended (its connections, threads)."""
+    if store is not None:
+        import asyncio
+
+        asyncio.run(store.close())
+
+
+def kernel_for(
+    backend_name: str | None, option_pairs: list[str], config_path: Path | None = None, *, store: bool = False
+) -> Kernel:
+    """A kernel for one-shot use (`onedoor run`): backend + its options + limits + hooks;
+    with ``store``, the configured thread store too (``store = …`` in onedoor.toml, else
+    the default; its options as ``-o STORE.name=value``)."""
     config = load_config_file(config_path)
     name = backend_name or config.get("backend") or DEFAULT_BACKEND
+    store_name = (config.get("store") or DEFAULT_STORE) if store else NO_STORE
+    store_values: dict[str, str] = {}
     backend_values: dict[str, str] = {}
     limit_values: dict[str, str] = {}
     for scope, values in split_cli_options(option_pairs).items():
-        if scope in ("", "backend", name):
+        if scope == store_name:
+            store_values.update(values)
+        elif scope in ("", "backend", name):
             for key, value in values.items():
                 if scope == "" and key in {f.name for f in fields(Limits)}:
                     limit_values[key] = value
@@ -226,5 +252,6 @@ def kernel_for(backend_name: str | None, option_pairs: list[str], config_path: P
             raise OptionsError(f"option scope {scope!r} names no chosen plugin (backend {name!r})")
     backend, _ = plugins.make_backend(name, cli=backend_values, file=_file_options(config, name))
     limits = build_limits({**config.get("limits", {}), **limit_values})
+    thread_store = make_store(store_name, cli=store_values, file=_file_options(config, store_name))
     pm = plugins.plugin_manager()
-    return Kernel(backend, limits=limits, hooks=pm.hook)
+    return Kernel(backend, limits=limits, hooks=pm.hook, store=thread_store)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from .messages import Message
-from .threads import Thread, ThreadError, ThreadSummary, title_from
+from .threads import Thread, ThreadError, ThreadSummary, check_thread_id, new_thread_id, title_from
 
 T = TypeVar("T")
 
@@ -83,15 +83,22 @@ class SQLiteThreadStore:
         self._pool.shutdown(wait=False)
 
     # -- the store ---------------------------------------------------------------------
-    async def create(self, owner: str, *, title: str = "", settings: dict[str, Any] | None = None) -> Thread:
+    async def create(
+        self, owner: str, *, title: str = "", settings: dict[str, Any] | None = None, thread_id: str | None = None
+    ) -> Thread:
         now = time.time()
-        thread = Thread("t-" + os.urandom(12).hex(), owner, title, dict(settings or {}), (), 0, now, now)
+        chosen = check_thread_id(thread_id) if thread_id is not None else new_thread_id()
+        thread = Thread(chosen, owner, title, dict(settings or {}), (), 0, now, now)
 
         def insert(db: sqlite3.Connection) -> None:
-            db.execute(
-                "INSERT INTO threads VALUES (?, ?, ?, ?, 0, 0, 0, ?, ?)",
-                (thread.id, owner, title, json.dumps(thread.settings), now, now),
-            )
+            try:
+                with db:
+                    db.execute(
+                        "INSERT INTO threads VALUES (?, ?, ?, ?, 0, 0, 0, ?, ?)",
+                        (thread.id, owner, title, json.dumps(thread.settings), now, now),
+                    )
+            except sqlite3.IntegrityError:
+                raise ThreadError("conflict", f"thread id {chosen!r} is taken; choose another") from None
 
         await self._call(insert)
         return thread

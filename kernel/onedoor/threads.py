@@ -8,12 +8,17 @@ append with ``expected_version`` (compare-and-set): two doors writing one thread
 serialise (one gets :class:`ThreadError` ``conflict``, re-reads and retries) instead of
 losing a turn. Stores are async; :mod:`onedoor.sqlite_store` is the embedded one.
 
-Status: the store and its SQLite implementation exist; the kernel and the doors do not
-use threads yet (see docs/design/port-next.md, section 3).
+Thread ids are made by the store (``t-`` and 24 hex digits) or chosen by the client
+(AG-UI's ``threadId``, A2A's ``contextId``): 1 to 128 characters of letters, digits and
+``-_.:``. A chosen id that is taken (by anyone) is ``conflict``, never another owner's
+thread. Stores are plugins of the ``onedoor.stores`` entry-point group
+(:mod:`onedoor.stores`); ``onedoor serve`` gives the kernel one (``kernel.store``).
 """
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
@@ -24,11 +29,27 @@ from .messages import Message, ToolCall
 
 class ThreadError(OnedoorError):
     """A thread change the store refused: ``reason`` is ``not_found`` (also another
-    owner's thread), ``conflict`` (``expected_version`` is stale) or ``too_large``."""
+    owner's thread), ``conflict`` (``expected_version`` is stale, or a chosen id is
+    taken), ``too_large`` or ``invalid`` (not a usable thread id)."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+_THREAD_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def new_thread_id() -> str:
+    return "t-" + os.urandom(12).hex()
+
+
+def check_thread_id(thread_id: Any) -> str:
+    """``thread_id`` if it is a usable id, else :class:`ThreadError` ``invalid``."""
+    if not isinstance(thread_id, str) or not _THREAD_ID.fullmatch(thread_id):
+        shown = repr(thread_id)[:60]
+        raise ThreadError("invalid", f"a thread id is 1-128 letters, digits or -_.: (got {shown})")
+    return thread_id
 
 
 @dataclass(frozen=True)
@@ -56,7 +77,11 @@ class ThreadSummary:
 
 @runtime_checkable
 class ThreadStore(Protocol):
-    async def create(self, owner: str, *, title: str = "", settings: dict[str, Any] | None = None) -> Thread: ...
+    """What every store implements; ``onedoor.testing.store_conformance`` checks it."""
+
+    async def create(
+        self, owner: str, *, title: str = "", settings: dict[str, Any] | None = None, thread_id: str | None = None
+    ) -> Thread: ...
 
     async def get(self, owner: str, thread_id: str) -> Thread | None: ...
 

@@ -33,6 +33,9 @@ class HttpOptions:
     host: str = field(default="127.0.0.1", metadata={"help": "address to bind"})
     port: int = field(default=8000, metadata={"help": "port to bind (0: any free port)"})
     token: str = field(default="", metadata={"help": "bearer token required on every request", "secret": True})
+    tokens_file: str = field(
+        default="", metadata={"help": "file of PRINCIPAL TOKEN lines: several tokens, each acting as its principal"}
+    )
     cors_origins: list[str] = field(default_factory=list, metadata={"help": "origins allowed by CORS (comma-separated)"})
     allowed_hosts: list[str] = field(
         default_factory=list,
@@ -50,6 +53,16 @@ class HttpOptions:
         if self.max_body_bytes < 1024:
             raise ValueError("max_body_bytes must be at least 1024")
 
+    @property
+    def requires_token(self) -> bool:
+        return bool(self.token or self.tokens_file)
+
+    def principals(self) -> dict[str, str]:
+        """``{token: principal}`` of every accepted token (empty: no token required)."""
+        from .principals import all_tokens
+
+        return all_tokens(self.token, self.tokens_file)
+
 
 def is_loopback(host: str) -> bool:
     if host in ("localhost", "localhost.localdomain"):
@@ -62,7 +75,9 @@ def is_loopback(host: str) -> bool:
 
 def check_bind(options: HttpOptions) -> None:
     """Fail closed: a non-loopback address needs a token."""
-    if not is_loopback(options.host) and not options.token:
+    if options.tokens_file:
+        options.principals()  # a bad tokens file is an error before the server starts
+    if not is_loopback(options.host) and not options.requires_token:
         raise CompositionError(
             f"refusing to listen on {options.host} without a token: anyone who can reach it could use the agent. "
             "Pass --token (16+ characters) or set ONEDOOR_HTTP_TOKEN, or bind 127.0.0.1"
@@ -76,6 +91,7 @@ class HttpTransport:
     Options = HttpOptions
 
     def prepare(self, options: HttpOptions | None) -> None:
+        """Fail before anything starts: a public bind without a token, a bad tokens file."""
         check_bind(options or HttpOptions())
 
     def serve(self, doors: list[Any], ctx: ServeContext) -> int:

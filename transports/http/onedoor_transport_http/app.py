@@ -65,7 +65,7 @@ def _cors(app: ASGIApp, origins: list[str], mounts: list[AsgiMount]) -> ASGIApp:
 
 def endpoint_for(options: HttpOptions) -> Endpoint:
     """What the transport tells its doors: where it listens, whether a token is required."""
-    return Endpoint(host=options.host, port=options.port, token_required=bool(options.token))
+    return Endpoint(host=options.host, port=options.port, token_required=options.requires_token)
 
 
 def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tuple[ASGIApp, list[AsgiMount]]:
@@ -123,7 +123,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
         ExactPrefix(app, [m.prefix for m in mounts]),
         mounts=mounts,
         endpoint=ctx.endpoint,
-        token=options.token,
+        tokens=options.principals(),
         allowed_hosts=options.allowed_hosts,
         cors_origins=options.cors_origins,
         max_body=options.max_body_bytes,

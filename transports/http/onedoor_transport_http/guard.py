@@ -40,6 +40,12 @@ value derived from the token, not the token) and ``Referrer-Policy: no-referrer`
 page's own requests then carry the cookie, and the page removes the token from the
 address bar. API calls (POST…) must send ``Authorization: Bearer``: a token in their
 URL is refused, since URLs end up in logs and histories.
+
+Principals: each accepted token names a principal (``tokens_file``; the single ``token``
+is ``local``). The guard puts the caller's principal id in ``scope["onedoor.principal"]``
+(:data:`onedoor.composition.PRINCIPAL_KEY`), for every request it lets through, and
+doors read it with ``ServeContext.principal_of(scope)``. Tokens are compared in constant
+time against every accepted token, and a page's cookie is per token.
 """
 
 from __future__ import annotations
@@ -47,10 +53,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, MutableMapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping, MutableMapping
 from urllib.parse import unquote_to_bytes
 
-from onedoor.composition import AsgiMount, Endpoint
+from onedoor.composition import LOCAL_PRINCIPAL, PRINCIPAL_KEY, AsgiMount, Endpoint
 from onedoor.wire import WireError, decode_json
 
 from .errors import send_error
@@ -200,6 +206,20 @@ def _has_body(headers: dict[bytes, bytes]) -> bool:
     return b"chunked" in headers.get(b"transfer-encoding", b"").lower() or (declared not in (b"", b"0"))
 
 
+def _cookie_value(token: bytes) -> bytes:
+    """What a page's cookie holds for ``token``: derived from it, not it."""
+    return hmac.new(token, b"onedoor cookie", hashlib.sha256).hexdigest().encode()
+
+
+def _as(scope: Scope, principal: str, query: bytes | None = None) -> Scope:
+    """``scope`` naming its principal (and with the token taken out of the query)."""
+    changed = dict(scope)
+    changed[PRINCIPAL_KEY] = principal
+    if query is not None:
+        changed["query_string"] = query
+    return changed
+
+
 def cookie_name(scope: Scope) -> str:
     server = scope.get("server")
     return f"{COOKIE_PREFIX}{server[1] if server else 0}"
@@ -253,6 +273,7 @@ class Guard:
         mounts: list[AsgiMount],
         endpoint: Endpoint,
         token: str = "",
+        tokens: Mapping[str, str] | None = None,
         allowed_hosts: Iterable[str] = (),
         cors_origins: Iterable[str] = (),
         max_body: int = 4 * 1024 * 1024,
@@ -260,11 +281,14 @@ class Guard:
     ) -> None:
         self.app = app
         self.endpoint = endpoint
-        self.token = token.encode() if token else b""
-        self.cookie_value = hmac.new(self.token, b"onedoor cookie", hashlib.sha256).hexdigest().encode() if token else b""
+        accepted = dict(tokens or {})
+        if token:
+            accepted[token] = LOCAL_PRINCIPAL
+        # (token, its cookie value, principal), every one compared on every request
+        self.tokens = [(t.encode(), _cookie_value(t.encode()), p) for t, p in accepted.items()]
         self.max_body = max_body
         self.open_paths = frozenset(open_paths)
-        hosts = HostPolicy(endpoint.host, allowed_hosts, any_host=bool(token) and endpoint.host in WILDCARD_BINDS)
+        hosts = HostPolicy(endpoint.host, allowed_hosts, any_host=bool(accepted) and endpoint.host in WILDCARD_BINDS)
         origins = OriginPolicy(cors_origins)
         self.default = MountRules("", ("application/json",), hosts, origins)
         self.rules = sorted(
@@ -312,7 +336,7 @@ class Guard:
                                f"requests from pages on {origin.decode('latin-1')[:100]!r} are refused; "
                                "list the origin with the cors_origins option")
             return
-        if self.token and path not in self.open_paths:
+        if self.tokens and path not in self.open_paths:
             scope, send, refused = self._authenticate(scope, send, headers)
             if refused is not None:
                 await self._refuse(scope, send, 401, "unauthorized", refused,
@@ -330,8 +354,18 @@ class Guard:
             return
         await self._with_body(scope, receive, send, headers, is_json(media_type))
 
+    def _match(self, presented: bytes, index: int) -> tuple[bytes, bytes, str] | None:
+        """The accepted token whose field ``index`` (0 token, 1 cookie value) equals
+        ``presented``; every one is compared, in constant time."""
+        found = None
+        for entry in self.tokens:
+            if hmac.compare_digest(presented, entry[index]):
+                found = entry
+        return found
+
     def _authenticate(self, scope: Scope, send: Send, headers: dict[bytes, bytes]) -> tuple[Scope, Send, str | None]:
-        """(scope, send, why refused or None). A page's ``?token=`` is swapped for a cookie."""
+        """(scope, send, why refused or None). A page's ``?token=`` is swapped for a cookie;
+        the scope let through names the token's principal."""
         query = scope.get("query_string", b"")
         tokens, rest = _query_without_token(query) if b"token" in query else ([], query)
         method = scope.get("method", "GET")
@@ -342,21 +376,25 @@ class Guard:
         if authorization is not None:
             scheme, _, credentials = authorization.partition(b" ")
             if scheme.lower() == b"bearer":
-                if hmac.compare_digest(credentials.strip(), self.token):
-                    return (dict(scope, query_string=rest) if tokens else scope), send, None
-                return scope, send, "wrong bearer token"
+                entry = self._match(credentials.strip(), 0)
+                if entry is None:
+                    return scope, send, "wrong bearer token"
+                return _as(scope, entry[2], rest if tokens else None), send, None
         cookie = _cookie(headers[b"cookie"], cookie_name(scope).encode()) if b"cookie" in headers else None
-        if cookie is not None and hmac.compare_digest(cookie, self.cookie_value) and not tokens:
-            return scope, send, None
+        if cookie is not None and not tokens:
+            entry = self._match(cookie, 1)
+            if entry is not None:
+                return _as(scope, entry[2]), send, None
         if tokens:
-            if not hmac.compare_digest(tokens[-1], self.token):
+            entry = self._match(tokens[-1], 0)
+            if entry is None:
                 return scope, send, "wrong bearer token"
-            return dict(scope, query_string=rest), self._setting_cookie(scope, send), None
+            return _as(scope, entry[2], rest), self._setting_cookie(scope, send, entry[1]), None
         return scope, send, "wrong bearer token" if cookie is not None else "missing bearer token"
 
-    def _setting_cookie(self, scope: Scope, send: Send) -> Send:
+    def _setting_cookie(self, scope: Scope, send: Send, value: bytes) -> Send:
         """``send`` that adds the token cookie (and no-referrer) to the response start."""
-        cookie = f"{cookie_name(scope)}={self.cookie_value.decode()}; Path=/; HttpOnly; SameSite=Strict"
+        cookie = f"{cookie_name(scope)}={value.decode()}; Path=/; HttpOnly; SameSite=Strict"
         if scope.get("scheme") in ("https", "wss"):
             cookie += "; Secure"
 

@@ -47,7 +47,7 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
                     port = sock.getsockname()[1]
                     break
             base = _url(options.host, port)
-            suffix = "?token=…" if options.token else ""
+            suffix = "?token=…" if options.requires_token else ""
             lines = [f"onedoor: listening on {base} (backend {kernel.backend.name!r}; Ctrl-C stops)"]
             for door, mount in zip(doors, mounts):
                 links = mount.links or [("endpoint", mount.prefix.rstrip("/") + "/")]

@@ -1,0 +1,208 @@
+"""The journal: every event of a run, numbered, kept for a while, readable again.
+
+A door that wants resumable streams hands its run to the kernel instead of iterating it
+itself::
+
+    journal = kernel.journals.start(stream, on_disconnect="cancel")
+    async for seq, event in journal.follow(after=0):
+        send(event, id=journal.cursor(seq))
+
+The kernel drives the stream in a task of its own and numbers its events 1, 2, 3, …;
+readers replay what they missed and then follow live events, each event exactly once,
+until a terminal event (``RunFinished`` — also the ``suspended`` one of a run waiting
+for answers — or ``RunFailed``). A reader that reconnects passes the cursor of the last
+event it saw (SSE ``Last-Event-ID``). A resumed run (the stream ``kernel.resume``
+returns) is started on the same journal and its numbers go on.
+
+What a client's going away does is the door's choice, per run: ``"cancel"`` (the
+default, as before journals) cancels the run when its last reader leaves while it is
+running; ``"finish"`` lets it run on into its thread, and a reader may come back.
+
+A journal is kept ``limits.journal_retention`` seconds after its run ends, and holds at
+most ``limits.max_journal_events`` events (the oldest go first); a cursor older than
+what is kept raises :class:`CursorExpired` (doors answer 409, or a thread snapshot).
+Journals are per principal: another principal's run is unknown.
+
+Cursors are ``"<run_id>:<epoch>:<seq>"``; ``epoch`` is 0 on a single server (it will
+count the servers a run moved across once journals live in a shared store).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from .errors import OnedoorError
+from .events import STOP_SUSPENDED, Event, RunFailed, RunFinished
+
+if TYPE_CHECKING:
+    from .kernel import Kernel, RunStream
+
+ON_DISCONNECT = ("cancel", "finish")
+_CURSOR = re.compile(r"([A-Za-z0-9_.-]{1,128}):(\d{1,9}):(\d{1,12})")
+
+
+class CursorExpired(OnedoorError):
+    """The cursor is older than the events the journal still holds."""
+
+
+@dataclass(frozen=True)
+class Cursor:
+    run_id: str
+    epoch: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.epoch}:{self.seq}"
+
+
+def parse_cursor(text: Any) -> Cursor:
+    """A cursor from its text form; ``ValueError`` (a short message) for anything else."""
+    match = _CURSOR.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError("not a cursor: expected RUN_ID:EPOCH:SEQ, as in an event's id")
+    return Cursor(match.group(1), int(match.group(2)), int(match.group(3)))
+
+
+class RunJournal:
+    """One run's numbered events and the task driving it (see the module docstring)."""
+
+    def __init__(self, run_id: str, principal: str, *, max_events: int) -> None:
+        self.run_id = run_id
+        self.principal = principal
+        self.thread_id: str | None = None
+        self.epoch = 0
+        self.on_disconnect = "cancel"
+        self._events: list[Event] = []
+        self._first_seq = 1  # the number of self._events[0]
+        self._max_events = max(1, max_events)
+        self._wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._stream: RunStream | None = None
+        self._followers = 0
+        self.done = False  # the run has ended for good (not just suspended for answers)
+
+    @property
+    def last_seq(self) -> int:
+        return self._first_seq + len(self._events) - 1
+
+    @property
+    def running(self) -> bool:
+        """A stream is being driven (False between a suspension and its resume, and after the end)."""
+        return self._stream is not None
+
+    def cursor(self, seq: int) -> str:
+        return f"{self.run_id}:{self.epoch}:{seq}"
+
+    def cancel(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+
+    async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, Event]]:
+        """Every event after number ``after``, then live ones, up to a terminal event.
+
+        Raises :class:`CursorExpired` (before yielding) when events after ``after`` are
+        no longer held. Leaving early (the client went away) cancels a running run if
+        this was its last reader and the run's ``on_disconnect`` is ``"cancel"``."""
+        if after + 1 < self._first_seq:
+            raise CursorExpired(f"events after {self.cursor(after)} are no longer kept; read the thread instead")
+        if after > self.last_seq:
+            raise CursorExpired(f"{self.cursor(after)} is not a cursor this run gave out")
+        self._followers += 1
+        completed = False
+        try:
+            seq = max(after, 0)
+            while True:
+                if seq < self.last_seq:
+                    if seq + 1 < self._first_seq:
+                        raise CursorExpired(f"this reader fell behind the {self._max_events} events kept for the run")
+                    event = self._events[seq + 1 - self._first_seq]
+                    seq += 1
+                    yield seq, event
+                    if isinstance(event, (RunFinished, RunFailed)):
+                        completed = True
+                        return
+                elif not self.running:  # caught up, and nothing more will come (until a resume)
+                    completed = True
+                    return
+                else:
+                    await asyncio.shield(self._wake)
+        finally:
+            self._followers -= 1
+            if not completed and self._followers == 0 and self.on_disconnect == "cancel":
+                self.cancel()
+
+    # -- the kernel's side ----------------------------------------------------------------
+    def _append(self, event: Event) -> None:
+        self._events.append(event)
+        if isinstance(event, RunFailed) or (isinstance(event, RunFinished) and event.stop_reason != STOP_SUSPENDED):
+            self.done = True  # the turn is in its thread by now (kept before the terminal event)
+        if len(self._events) > self._max_events:
+            drop = len(self._events) - self._max_events
+            del self._events[:drop]
+            self._first_seq += drop
+        if not self._wake.done():
+            self._wake.set_result(None)
+            self._wake = asyncio.get_running_loop().create_future()
+
+    def _ended(self, for_good: bool) -> None:
+        self._stream = None
+        self.done = for_good
+        if not self._wake.done():
+            self._wake.set_result(None)
+            self._wake = asyncio.get_running_loop().create_future()
+
+
+class Journals:
+    """The kernel's journals (``kernel.journals``): start a run on one, find one again."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._journals: dict[str, RunJournal] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __len__(self) -> int:
+        return len(self._journals)
+
+    def start(self, stream: RunStream, *, on_disconnect: str = "cancel") -> RunJournal:
+        """Drive ``stream`` in a kernel task, journaling its events; a stream of a run that
+        already has a journal (a resumed run) continues it."""
+        if on_disconnect not in ON_DISCONNECT:
+            raise ValueError(f"on_disconnect must be one of {', '.join(ON_DISCONNECT)}")
+        journal = self._journals.get(stream.run_id)
+        if journal is None or journal.principal != stream.principal:
+            journal = RunJournal(stream.run_id, stream.principal, max_events=self.kernel.limits.max_journal_events)
+            self._journals[stream.run_id] = journal
+        if journal.running:
+            raise ValueError(f"run {stream.run_id} is already being journaled")
+        journal.on_disconnect = on_disconnect
+        journal.thread_id = stream.thread.id if stream.thread is not None else journal.thread_id
+        journal._stream = stream
+        task = asyncio.get_running_loop().create_task(self._drive(journal, stream), name=f"onedoor-journal-{stream.run_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return journal
+
+    def get(self, run_id: str, principal: str) -> RunJournal | None:
+        journal = self._journals.get(run_id) if isinstance(run_id, str) else None
+        return journal if journal is not None and journal.principal == principal else None
+
+    async def _drive(self, journal: RunJournal, stream: RunStream) -> None:
+        for_good = True
+        try:
+            async with stream:
+                async for event in stream:
+                    journal._append(event)
+            for_good = not stream.suspended
+        finally:
+            if stream.thread is not None:
+                journal.thread_id = stream.thread.id
+            journal._ended(for_good)
+            limits = self.kernel.limits
+            keep = limits.journal_retention + (0 if for_good else limits.question_ttl)
+            asyncio.get_running_loop().call_later(keep, self._forget, journal)
+
+    def _forget(self, journal: RunJournal) -> None:
+        if self._journals.get(journal.run_id) is journal and not journal.running:
+            del self._journals[journal.run_id]
