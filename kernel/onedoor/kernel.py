@@ -31,6 +31,7 @@ import os
 import threading
 import time
 import weakref
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 
@@ -103,6 +104,7 @@ class Kernel:
         self.hooks = hooks  # a pluggy PluginManager's .hook relay, or None
         self.store = store  # where threads live (see kernel.run's ``thread``), or None
         self._journals: Journals | None = None
+        self._thread_runs: Counter[str] = Counter()  # thread id -> runs of this kernel writing it
         self._active = 0
         self._slot_lock = threading.Lock()  # a stuck worker frees its slot from its own thread
         self._threads: set[threading.Thread] = set()
@@ -256,6 +258,8 @@ class Kernel:
         if asker is None:
             asker = from_approver(approver) if approver is not None else SILENT_DENY
         stream = RunStream(self, message, past, context, asker, thread)
+        if thread is not None:
+            self._thread_runs[thread.id] += 1
         self._runs.add(stream)
         self._live_ids.add(context.run_id)
         return stream
@@ -302,6 +306,7 @@ class Kernel:
 
 
 _TERMINAL = (RunFinished, RunFailed)
+INTERRUPTED_REPLY = "[reply interrupted: the server stopped]"  # kept for a turn no server finished
 
 
 def _fail_if_asked(injected: Injected) -> None:
@@ -442,6 +447,8 @@ class RunStream:
             yield RunStarted(run_id)
             terminal: Any = None
             try:
+                if not resumed:
+                    await self._open_turn()
                 self._start_backend_once(resumed)
                 pass_text = contract.pass_text  # the fast path: most events are text in mid-run
                 while terminal is None and not self._cancel_requested:
@@ -594,6 +601,26 @@ class RunStream:
         if self._recorder is not None:
             self._recorder.note(event, self._contract.parts)
 
+    async def _open_turn(self) -> None:
+        """Keep the user's message in the thread as the run starts (a server killed mid-run
+        keeps it), after marking a turn an earlier server left without a reply."""
+        thread, store = self.thread, self.kernel.store
+        if thread is None or store is None or self._recorder is None:
+            return
+        opening = []
+        if thread.messages and thread.messages[-1].role == "user" and self.kernel._thread_runs[thread.id] == 1:
+            opening.append(Message("assistant", INTERRUPTED_REPLY))  # no run here is writing that turn
+            self.history = [*self.history, opening[-1]]
+        if self.message:
+            opening.append(Message("user", self.message))
+        if opening:
+            try:
+                self.thread = await append_turn(store, thread, opening)
+            except Exception as exc:  # noqa: BLE001 - the store failed or refused: the run cannot go on
+                self._turn_saved = True
+                raise StopRun(f"thread {thread.id!r} cannot be continued: {exc}") from None
+        self._recorder.message = ""  # kept already: the end of the run adds only the reply
+
     async def _save_turn(self, outcome: Any) -> Any:
         """Append this run's turn to its thread (once); a turn that cannot be kept fails the run."""
         thread, store = self.thread, self.kernel.store
@@ -687,6 +714,8 @@ class RunStream:
             return
         self._finished = True
         self.kernel._live_ids.discard(self.run_id)
+        if self.thread is not None:
+            self.kernel._thread_runs[self.thread.id] -= 1
         if self.outcome is None:
             self.outcome = outcome
         self._ended.set()

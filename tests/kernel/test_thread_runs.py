@@ -10,7 +10,7 @@ from onedoor.askers import SuspendAsker
 from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.errors import RunRefused
 from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta
-from onedoor.kernel import Backend, Kernel, Limits
+from onedoor.kernel import INTERRUPTED_REPLY, Backend, Kernel, Limits
 from onedoor.questions import Answer
 from onedoor.sqlite_store import SQLiteThreadStore
 
@@ -40,7 +40,7 @@ async def test_each_turn_is_kept_and_the_next_run_continues_it(store, mode):
     first = await drain(run)
     assert "turn 1" in first[-1].text
     kept = await store.get("alice", thread.id)
-    assert run.thread == kept and kept.version == 1
+    assert run.thread == kept and kept.version == 2  # the message as the run starts, the reply at its end
     assert [m.role for m in kept.messages] == ["user", "assistant", "tool", "assistant"]
     assert kept.messages[-1].content == first[-1].text, "the reply was kept before the client saw the end"
     second = await drain(kernel.run("and again", thread=kept, principal="alice", door="mcp"))
@@ -55,7 +55,7 @@ async def test_two_doors_writing_one_thread_at_once_lose_no_turn(store):
     assert all(type(e[-1]) is RunFinished for e in endings)
     kept = await store.get("alice", thread.id)
     users = sorted(m.content for m in kept.messages if m.role == "user")
-    assert users == sorted(f"message {i}" for i in range(6)) and kept.version == 6
+    assert users == sorted(f"message {i}" for i in range(6)) and kept.version == 12
 
 
 async def test_a_cancelled_reply_is_kept_and_marked(store):
@@ -122,10 +122,62 @@ async def test_a_parked_run_keeps_one_turn_when_it_ends(store):
     kernel = kernel_with(store, "async")
     thread = await store.create("alice")
     first = await drain(kernel.run('/ask rm {"path": "x"}', thread=thread, principal="alice", asker=SuspendAsker()))
-    assert (await store.get("alice", thread.id)).version == 0, "nothing kept while the run waits"
+    waiting = await store.get("alice", thread.id)
+    assert [m.role for m in waiting.messages] == ["user"], "only the message is kept while the run waits"
     question = first[-2].question
     await drain(kernel.resume([Answer(question.id, "allow_once")], principal="alice"))
     kept = await store.get("alice", thread.id)
-    assert kept.version == 1
+    assert kept.version == 2
     assert [m.role for m in kept.messages] == ["user", "assistant", "tool", "assistant"]
     assert kept.messages[-1].content.startswith("Approved")
+
+
+KILLED_SERVER = """
+import asyncio, sys
+from onedoor.builtins.scripted import ScriptedOptions, scripted
+from onedoor.kernel import Backend, Kernel
+from onedoor.sqlite_store import SQLiteThreadStore
+
+async def main():
+    store = SQLiteThreadStore(sys.argv[1])
+    kernel = Kernel(Backend("scripted", lambda: scripted(ScriptedOptions(delay=0.05, reasoning=False, tool=False))), store=store)
+    thread = await store.create("alice", thread_id="t-killed")
+    async with kernel.run("first question", thread=thread, principal="alice") as run:
+        async for _ in run:
+            pass
+    thread = await store.get("alice", "t-killed")
+    async with kernel.run("/long 1000", thread=thread, principal="alice") as run:
+        async for event in run:
+            if type(event).__name__ == "TextDelta":
+                print("replying", flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_server_killed_mid_run_keeps_every_turn_and_the_next_run_marks_the_cut(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "threads.db"
+    server = subprocess.Popen([sys.executable, "-c", KILLED_SERVER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().strip() == "replying", "the second run to start replying"
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=30)
+    store = SQLiteThreadStore(path)
+    try:
+        left = await store.get("alice", "t-killed")
+        assert [m.role for m in left.messages] == ["user", "assistant", "user"]
+        assert left.messages[-1].content == "/long 1000", "the message of the cut turn was kept as its run started"
+        kernel = kernel_with(store)
+        events = await drain(kernel.run("are you there?", thread=left, principal="alice"))
+        assert type(events[-1]) is RunFinished
+        kept = await store.get("alice", "t-killed")
+        assert [(m.role, m.content) for m in kept.messages[2:5]] == [
+            ("user", "/long 1000"), ("assistant", INTERRUPTED_REPLY), ("user", "are you there?")]
+        assert kept.messages[-1].content == events[-1].text
+    finally:
+        await store.close()
