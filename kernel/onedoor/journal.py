@@ -23,6 +23,10 @@ most ``limits.max_journal_events`` events (the oldest go first); a cursor older 
 what is kept raises :class:`CursorExpired` (doors answer 409, or a thread snapshot).
 Journals are per principal: another principal's run is unknown.
 
+With a store that shares journals (:mod:`onedoor.shared_journal`; PostgreSQL), events
+are written to the store before readers get them, and a reader can reattach through
+any server sharing the store (``await kernel.journals.find(run_id, principal)``).
+
 Cursors are ``"<run_id>:<epoch>:<seq>"``; ``epoch`` is 0 on a single server (it will
 count the servers a run moved across once journals live in a shared store).
 """
@@ -36,6 +40,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from .errors import OnedoorError
 from .events import STOP_SUSPENDED, Event, RunFailed, RunFinished
+from .shared_journal import LEASE_TTL, JournalWriter, RemoteJournal, shared_store
 
 if TYPE_CHECKING:
     from .kernel import Kernel, RunStream
@@ -81,11 +86,26 @@ class RunJournal:
         self._wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._stream: RunStream | None = None
         self._followers = 0
+        self._durable_seq: int | None = None  # with a shared journal: the last number the store holds
+        self.writer: JournalWriter | None = None
         self.done = False  # the run has ended for good (not just suspended for answers)
 
     @property
     def last_seq(self) -> int:
         return self._first_seq + len(self._events) - 1
+
+    @property
+    def first_held_seq(self) -> int:
+        return self._first_seq
+
+    @property
+    def _visible_seq(self) -> int:
+        """The last number readers may have: with a shared journal, what the store holds."""
+        last = self.last_seq
+        return last if self._durable_seq is None else min(last, self._durable_seq)
+
+    def events_after(self, seq: int) -> list[Event]:
+        return self._events[max(0, seq + 1 - self._first_seq):]
 
     @property
     def running(self) -> bool:
@@ -114,7 +134,7 @@ class RunJournal:
         try:
             seq = max(after, 0)
             while True:
-                if seq < self.last_seq:
+                if seq < self._visible_seq:
                     if seq + 1 < self._first_seq:
                         raise CursorExpired(f"this reader fell behind the {self._max_events} events kept for the run")
                     event = self._events[seq + 1 - self._first_seq]
@@ -123,7 +143,7 @@ class RunJournal:
                     if isinstance(event, (RunFinished, RunFailed)):
                         completed = True
                         return
-                elif not self.running:  # caught up, and nothing more will come (until a resume)
+                elif not self.running and seq >= self.last_seq:  # caught up; nothing more comes (until a resume)
                     completed = True
                     return
                 else:
@@ -136,19 +156,29 @@ class RunJournal:
     # -- the kernel's side ----------------------------------------------------------------
     def _append(self, event: Event) -> None:
         self._events.append(event)
+        if self.writer is not None:
+            self.writer.poke()
         if isinstance(event, RunFailed) or (isinstance(event, RunFinished) and event.stop_reason != STOP_SUSPENDED):
             self.done = True  # the turn is in its thread by now (kept before the terminal event)
         if len(self._events) > self._max_events:
             drop = len(self._events) - self._max_events
             del self._events[:drop]
             self._first_seq += drop
-        if not self._wake.done():
-            self._wake.set_result(None)
-            self._wake = asyncio.get_running_loop().create_future()
+        self._wake_readers()
+
+    def _durable(self, seq: int | None) -> None:
+        """The store holds events up to ``seq`` (None: the journal is no longer shared)."""
+        self._durable_seq = seq
+        self._wake_readers()
 
     def _ended(self, for_good: bool) -> None:
         self._stream = None
         self.done = for_good
+        if self.writer is not None:
+            self.writer.poke()
+        self._wake_readers()
+
+    def _wake_readers(self) -> None:
         if not self._wake.done():
             self._wake.set_result(None)
             self._wake = asyncio.get_running_loop().create_future()
@@ -179,10 +209,35 @@ class Journals:
         journal.on_disconnect = on_disconnect
         journal.thread_id = stream.thread.id if stream.thread is not None else journal.thread_id
         journal._stream = stream
+        store = shared_store(self.kernel.store)
+        if store is not None:
+            limits = self.kernel.limits
+            journal.writer = JournalWriter(store, journal, limits.journal_retention, limits.question_ttl + LEASE_TTL)
+            journal._durable_seq = journal.last_seq
+            journal.writer.start()
         task = asyncio.get_running_loop().create_task(self._drive(journal, stream), name=f"onedoor-journal-{stream.run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return journal
+
+    async def find(self, run_id: str, principal: str) -> RunJournal | RemoteJournal | None:
+        """The journal of ``run_id`` for a reader that reattaches: this server's, else (with
+        a store that shares journals) the one another server is writing. None: unknown."""
+        local = self.get(run_id, principal)
+        store = shared_store(self.kernel.store)
+        if local is not None or store is None or not isinstance(run_id, str):
+            return local
+        page = await store.journal_read(run_id, principal, 0, limit=0)
+        return RemoteJournal(store, run_id, principal, page) if page is not None else None
+
+    def forget_thread(self, thread_id: str, principal: str) -> int:
+        """Drop the ended journals of a deleted thread (they hold its text); a running
+        run's journal stays until it ends. Returns how many were dropped."""
+        gone = [j for j in self._journals.values()
+                if j.thread_id == thread_id and j.principal == principal and not j.running]
+        for journal in gone:
+            del self._journals[journal.run_id]
+        return len(gone)
 
     def get(self, run_id: str, principal: str) -> RunJournal | None:
         journal = self._journals.get(run_id) if isinstance(run_id, str) else None

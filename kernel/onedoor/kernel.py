@@ -447,9 +447,7 @@ class RunStream:
             yield RunStarted(run_id)
             terminal: Any = None
             try:
-                if not resumed:
-                    await self._open_turn()
-                self._start_backend_once(resumed)
+                await self._start_run(resumed)
                 pass_text = contract.pass_text  # the fast path: most events are text in mid-run
                 while terminal is None and not self._cancel_requested:
                     batch = await self._next_batch()
@@ -600,6 +598,11 @@ class RunStream:
     def _note_tool(self, event: Any) -> None:
         if self._recorder is not None:
             self._recorder.note(event, self._contract.parts)
+
+    async def _start_run(self, resumed: bool) -> None:
+        if not resumed:
+            await self._open_turn()
+        self._start_backend_once(resumed)
 
     async def _open_turn(self) -> None:
         """Keep the user's message in the thread as the run starts (a server killed mid-run

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from . import plugins
 from .errors import CompositionError, OptionsError, PluginError
 from .kernel import Kernel, Limits
-from .stores import DEFAULT_STORE, NO_STORE, make_store
 from .options import (
     coerce_value,
     field_types,
@@ -24,6 +23,7 @@ from .options import (
     parse_options,
     split_cli_options,
 )
+from .stores import DEFAULT_STORE, NO_STORE, make_store
 
 if TYPE_CHECKING:
     from .composition import ServeContext

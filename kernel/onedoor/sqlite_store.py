@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+from . import sqlite_journal
 from .messages import Message
+from .shared_journal import JournalPage
 from .threads import Thread, ThreadError, ThreadSummary, check_thread_id, new_thread_id, title_from
 
 T = TypeVar("T")
@@ -49,9 +51,12 @@ CREATE TABLE IF NOT EXISTS messages (
 class SQLiteThreadStore:
     """``SQLiteThreadStore(path, max_thread_chars=...)``; ``:memory:`` for a throwaway one."""
 
-    def __init__(self, path: str | os.PathLike[str], *, max_thread_chars: int = 2_000_000) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, max_thread_chars: int = 2_000_000, shared_journal: bool = False
+    ) -> None:
         self.path = str(path)
         self.max_thread_chars = max_thread_chars
+        self.shares_journals = shared_journal  # see onedoor.shared_journal (several processes, one file)
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="onedoor-sqlite")
         self._db: sqlite3.Connection | None = None
 
@@ -70,6 +75,7 @@ class SQLiteThreadStore:
             db.execute("PRAGMA foreign_keys=ON")
             db.execute("PRAGMA secure_delete=ON")
             db.executescript(_SCHEMA)
+            db.executescript(sqlite_journal.SCHEMA)
             self._db = db
         return work(self._db)
 
@@ -160,6 +166,8 @@ class SQLiteThreadStore:
             db.execute("BEGIN IMMEDIATE")
             try:
                 gone = db.execute("DELETE FROM threads WHERE id = ? AND owner = ?", (thread_id, owner)).rowcount
+                if gone:  # the runs' journals hold its text too
+                    db.execute("DELETE FROM journal_runs WHERE thread_id = ? AND principal = ?", (thread_id, owner))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -167,6 +175,25 @@ class SQLiteThreadStore:
             return gone > 0
 
         return await self._call(remove)
+
+
+    # -- shared journals (onedoor.shared_journal) ---------------------------------------
+    async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,
+                           lease_until: float) -> None:
+        await self._call(lambda db: sqlite_journal.open_run(db, run_id, principal, server_id, thread_id, lease_until))
+
+    async def journal_write(self, run_id: str, first_seq: int, events: Sequence[str], *, lease_until: float,
+                            ended: bool) -> bool:
+        return await self._call(lambda db: sqlite_journal.write(db, run_id, first_seq, events, lease_until, ended))
+
+    async def journal_read(self, run_id: str, principal: str, after: int, *, limit: int = 500) -> JournalPage | None:
+        return await self._call(lambda db: sqlite_journal.read(db, run_id, principal, after, limit))
+
+    async def journal_cancel(self, run_id: str, principal: str) -> bool:
+        return await self._call(lambda db: sqlite_journal.cancel(db, run_id, principal))
+
+    async def journal_prune(self, ended_before: float) -> int:
+        return await self._call(lambda db: sqlite_journal.prune(db, ended_before))
 
 
 def _check_append(thread_id: str, row: Any, expected_version: int, added: int, limit: int) -> None:

@@ -41,6 +41,10 @@ def data_dir(configured: str = "") -> Path:
 class SQLiteOptions:
     path: str = field(default="", metadata={"help": f"the SQLite file (default: DATA_DIR/{THREADS_FILE})"})
     max_thread_chars: int = field(default=2_000_000, metadata={"help": "largest thread, in characters"})
+    shared_journal: bool = field(
+        default=False,
+        metadata={"help": "keep run journals in the file too, so servers sharing it can reattach each other's readers"},
+    )
 
     def __post_init__(self) -> None:
         if self.max_thread_chars < 1000:
@@ -53,7 +57,7 @@ def sqlite(options: SQLiteOptions | None = None) -> Any:
 
     options = options or SQLiteOptions()
     path = Path(options.path).expanduser() if options.path else data_dir() / THREADS_FILE
-    return SQLiteThreadStore(path, max_thread_chars=options.max_thread_chars)
+    return SQLiteThreadStore(path, max_thread_chars=options.max_thread_chars, shared_journal=options.shared_journal)
 
 
 sqlite.Options = SQLiteOptions  # type: ignore[attr-defined]

@@ -144,3 +144,16 @@ def test_a_bad_on_disconnect_is_refused():
             await run.aclose()
 
     asyncio.run(go())
+
+
+async def test_a_deleted_threads_journals_are_forgotten(tmp_path):
+    store = SQLiteThreadStore(tmp_path / "t.db")
+    kernel = kernel_with(store=store)
+    thread = await store.create("alice")
+    journal = kernel.journals.start(kernel.run("hi", thread=thread, principal="alice"))
+    await read(journal)
+    await await_for(lambda: not journal.running, "the run to end")
+    assert kernel.journals.forget_thread(thread.id, "bob") == 0
+    assert kernel.journals.forget_thread(thread.id, "alice") == 1
+    assert kernel.journals.get(journal.run_id, "alice") is None
+    await store.close()

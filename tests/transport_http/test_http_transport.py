@@ -270,7 +270,7 @@ def test_shutdown_cancels_runs_in_flight():
     assert code in (0, 130)  # 130: the conventional exit after Ctrl-C
     assert "Traceback" not in server.proc.stderr.read()
     last = [b for b in str(got["stream"]).split("\n\n") if b][-1]
-    assert last.startswith("event: run_finished") and '"stop_reason":"cancelled"' in last
+    assert "event: run_finished" in last.splitlines() and '"stop_reason":"cancelled"' in last
     chat_response = got["chat"]
     assert isinstance(chat_response, httpx.Response) and chat_response.status_code == 503
     assert chat_response.json()["error"] == "cancelled"

@@ -359,7 +359,8 @@ class Guard:
         ``presented``; every one is compared, in constant time."""
         found = None
         for entry in self.tokens:
-            if hmac.compare_digest(presented, entry[index]):
+            expected: bytes = entry[1] if index else entry[0]
+            if hmac.compare_digest(presented, expected):
                 found = entry
         return found
 

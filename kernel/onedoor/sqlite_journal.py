@@ -1,0 +1,86 @@
+"""Shared journals in the SQLite file (see :mod:`onedoor.shared_journal`): what lets two
+processes on one machine, sharing one threads file, reattach readers to each other's
+runs. Functions over a connection; :class:`onedoor.sqlite_store.SQLiteThreadStore` runs
+them on its worker thread."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Sequence
+
+from .shared_journal import JournalPage
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal_runs (
+    run_id TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    server_id TEXT NOT NULL,
+    thread_id TEXT,
+    lease_until REAL NOT NULL,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    ended_at REAL,
+    cancel INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS journal_runs_ended ON journal_runs (ended_at);
+CREATE TABLE IF NOT EXISTS journal_events (
+    run_id TEXT NOT NULL REFERENCES journal_runs (run_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
+
+def open_run(db: sqlite3.Connection, run_id: str, principal: str, server_id: str, thread_id: str | None,
+             lease_until: float) -> None:
+    with db:
+        db.execute(
+            "INSERT INTO journal_runs (run_id, principal, server_id, thread_id, lease_until) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (run_id) DO UPDATE SET server_id = excluded.server_id, lease_until = excluded.lease_until, "
+            "thread_id = COALESCE(excluded.thread_id, journal_runs.thread_id)",
+            (run_id, principal, server_id, thread_id, lease_until),
+        )
+
+
+def write(db: sqlite3.Connection, run_id: str, first_seq: int, events: Sequence[str], lease_until: float,
+          ended: bool) -> bool:
+    with db:
+        db.executemany("INSERT OR IGNORE INTO journal_events VALUES (?, ?, ?)",
+                       [(run_id, first_seq + i, body) for i, body in enumerate(events)])
+        db.execute(
+            "UPDATE journal_runs SET lease_until = ?, last_seq = MAX(last_seq, ?), ended_at = ? WHERE run_id = ?",
+            (lease_until, first_seq + len(events) - 1, time.time() if ended else None, run_id),
+        )
+        row = db.execute("SELECT cancel FROM journal_runs WHERE run_id = ?", (run_id,)).fetchone()
+    return bool(row and row[0])
+
+
+def read(db: sqlite3.Connection, run_id: str, principal: str, after: int, limit: int) -> JournalPage | None:
+    run = db.execute(
+        "SELECT last_seq, ended_at, lease_until, thread_id FROM journal_runs WHERE run_id = ? AND principal = ?",
+        (run_id, principal),
+    ).fetchone()
+    if run is None:
+        return None
+    first = db.execute("SELECT MIN(seq) FROM journal_events WHERE run_id = ?", (run_id,)).fetchone()[0] or 1
+    events = db.execute(
+        "SELECT seq, body FROM journal_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (run_id, after, limit),
+    ).fetchall()
+    return JournalPage([(seq, body) for seq, body in events], first, run[0], run[1] is not None, run[2], run[3])
+
+
+def cancel(db: sqlite3.Connection, run_id: str, principal: str) -> bool:
+    with db:
+        changed = db.execute(
+            "UPDATE journal_runs SET cancel = 1 WHERE run_id = ? AND principal = ? AND ended_at IS NULL",
+            (run_id, principal),
+        ).rowcount
+    return changed > 0
+
+
+def prune(db: sqlite3.Connection, ended_before: float) -> int:
+    with db:
+        return db.execute("DELETE FROM journal_runs WHERE ended_at IS NOT NULL AND ended_at < ?",
+                          (ended_before,)).rowcount

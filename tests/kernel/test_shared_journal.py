@@ -1,0 +1,136 @@
+"""Journals shared through the store: two servers on one threads file (two kernels, two
+connections; a real second process for the killed-server case): a reader reattaches
+through the server that does not run the run, sees every event exactly once, can cancel
+it, and is told when the server running it died."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+from onedoor.builtins.scripted import ScriptedOptions, scripted
+from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta
+from onedoor.kernel import Backend, Kernel, Limits
+from onedoor.shared_journal import STOPPED
+from onedoor.sqlite_store import SQLiteThreadStore
+from onedoor_test_support import await_for
+
+
+def server(path, delay=0.0) -> Kernel:
+    store = SQLiteThreadStore(path, shared_journal=True)
+    options = ScriptedOptions(delay=delay, reasoning=False, mode="async")
+    return Kernel(Backend("scripted", lambda: scripted(options)), store=store, limits=Limits())
+
+
+async def read(journal, after=0, stop_after=None):
+    seen = []
+    async for seq, event in journal.follow(after):
+        seen.append((seq, event))
+        if stop_after is not None and len(seen) == stop_after:
+            break
+    return seen
+
+
+@pytest.fixture
+async def two_servers(tmp_path):
+    a, b = server(tmp_path / "t.db", delay=0.005), server(tmp_path / "t.db")
+    yield a, b
+    await a.store.close()
+    await b.store.close()
+
+
+async def test_a_reader_reattaches_through_the_other_server(two_servers):
+    a, b = two_servers
+    thread = await a.store.create("alice")
+    journal = a.journals.start(a.run("/long 60", thread=thread, principal="alice"), on_disconnect="finish")
+    first = await read(journal, stop_after=10)  # the client drops, and comes back through server b
+    remote = await b.journals.find(journal.run_id, "alice")
+    assert remote is not None and remote.thread_id == thread.id
+    assert await b.journals.find(journal.run_id, "bob") is None, "another principal's run is unknown"
+    rest = await read(remote, after=first[-1][0])
+    whole = first + rest
+    assert [seq for seq, _ in whole] == list(range(1, len(whole) + 1)), "every event exactly once, in order"
+    ending = whole[-1][1]
+    assert isinstance(ending, RunFinished) and ending.stop_reason != STOP_CANCELLED
+    assert "".join(e.text for _, e in whole if isinstance(e, TextDelta)) == ending.text
+    kept = await b.store.get("alice", thread.id)
+    assert kept.messages[-1].content == ending.text
+
+
+async def test_a_reader_on_the_other_server_can_cancel_the_run(two_servers):
+    a, b = two_servers
+    journal = a.journals.start(a.run("/long 100000", principal="alice"), on_disconnect="finish")
+    await read(journal, stop_after=3)
+    remote = await b.journals.find(journal.run_id, "alice")
+    remote.cancel()
+    await await_for(lambda: journal.done, "the run to stop after a cancel through the other server")
+    ending = (await read(journal, after=journal.last_seq - 1))[-1][1]
+    assert ending.stop_reason == STOP_CANCELLED and journal.last_seq < 100000
+
+
+async def test_a_cursor_the_store_no_longer_holds_is_refused(two_servers):
+    from onedoor.journal import CursorExpired
+
+    a, b = two_servers
+    journal = a.journals.start(a.run("hello", principal="alice"), on_disconnect="finish")
+    await read(journal)
+    remote = await b.journals.find(journal.run_id, "alice")
+    with pytest.raises(CursorExpired, match="not a cursor"):
+        await read(remote, after=journal.last_seq + 5)
+    assert await read(remote, after=journal.last_seq) == []
+
+
+KILLED = """
+import asyncio, sys
+from onedoor.builtins.scripted import ScriptedOptions, scripted
+from onedoor.kernel import Backend, Kernel
+from onedoor.sqlite_store import SQLiteThreadStore
+import onedoor.shared_journal as shared
+shared.LEASE_TTL = 1.0
+shared.LEASE_RENEW = 0.2
+
+async def main():
+    store = SQLiteThreadStore(sys.argv[1], shared_journal=True)
+    kernel = Kernel(Backend("scripted", lambda: scripted(ScriptedOptions(delay=0.05, reasoning=False))), store=store)
+    journal = kernel.journals.start(kernel.run("/long 100000", principal="alice", run_id="r-killed"),
+                                    on_disconnect="finish")
+    async for seq, event in journal.follow():
+        if seq == 5:
+            print("running", flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_reader_learns_that_the_server_running_the_run_died(tmp_path):
+    path = tmp_path / "t.db"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "running", "the other server to start the run"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    b = server(path)
+    try:
+        remote = await b.journals.find("r-killed", "alice")
+        seen = await read(remote)
+        assert isinstance(seen[-1][1], RunFailed) and seen[-1][1].error == STOPPED
+        assert [seq for seq, _ in seen] == list(range(1, len(seen) + 1))
+    finally:
+        await b.store.close()
+
+
+async def test_deleting_a_thread_deletes_its_runs_journals(tmp_path):
+    a, b = server(tmp_path / "t.db"), server(tmp_path / "t.db")
+    thread = await a.store.create("alice")
+    journal = a.journals.start(a.run("remember SWORDFISH", thread=thread, principal="alice"), on_disconnect="finish")
+    await read(journal)
+    assert await b.journals.find(journal.run_id, "alice") is not None
+    assert await b.store.delete("alice", thread.id)
+    assert await b.journals.find(journal.run_id, "alice") is None
+    await a.store.close()
+    await b.store.close()
+    files = [p for p in tmp_path.iterdir() if p.name.startswith("t.db")]
+    assert files and not any(b"SWORDFISH" in p.read_bytes() for p in files), "the text is gone from disk"
