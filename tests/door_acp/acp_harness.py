@@ -18,6 +18,7 @@ from onedoor.testing import MemoryChannel, channel_pair
 
 HERE = Path(__file__).parent
 JS_DIR = HERE / "js"
+THREAD_STORE: Any = None  # when set, DoorHarness gives it to a kernel without a store (see test_acp_door.py)
 
 
 def load_approval_module() -> Any:
@@ -130,6 +131,8 @@ class DoorHarness:
         from acp import connect_to_agent
         from onedoor_door_acp.server import serve_acp
 
+        if THREAD_STORE is not None and self.kernel.store is None:
+            self.kernel.store = THREAD_STORE
         ctx = ServeContext(kernel=self.kernel, options={"acp": self.options}, door_names=["acp"], transport_name="memory")
         self.task = asyncio.create_task(serve_acp(self.door_end, ctx, self.options))
         self.conn = connect_to_agent(self.recorder, ClientSide(self.channel), use_unstable_protocol=True)

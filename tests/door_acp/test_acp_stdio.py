@@ -97,8 +97,11 @@ async def test_editor_disconnect_mid_turn_ends_the_process(agent_env: dict[str, 
     assert proc.returncode == 0
 
 
-async def test_killed_agent_loses_nothing_a_new_process_loads_the_history(agent_env: dict[str, str]) -> None:
-    proc = await _start(onedoor_command() + ["acp"], agent_env)
+async def test_killed_agent_without_a_store_loses_nothing_a_new_process_loads_the_history(
+    agent_env: dict[str, str],
+) -> None:
+    """--store none: the door keeps sessions itself, checkpointing the running turn."""
+    proc = await _start(onedoor_command() + ["acp", "--store", "none"], agent_env)
     seen: list[dict[str, Any]] = []
     await _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp/proj", "mcpServers": []}})
     sid = (await _read_until(proc, lambda m: m.get("id") == 1, seen))["result"]["sessionId"]
@@ -125,7 +128,7 @@ async def test_killed_agent_loses_nothing_a_new_process_loads_the_history(agent_
     await asyncio.wait_for(proc.wait(), 30)
 
     rec = Recorder()
-    cmd = onedoor_command() + ["acp"]
+    cmd = onedoor_command() + ["acp", "--store", "none"]
     async with spawn_agent_process(rec, cmd[0], *cmd[1:], env=agent_env) as (conn, _proc):
         await conn.initialize(protocol_version=1)
         listed = await conn.list_sessions(cwd="/tmp/proj")

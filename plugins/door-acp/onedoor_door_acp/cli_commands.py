@@ -21,6 +21,9 @@ def onedoor_cli(app: Any) -> None:
             None, "--option", "-o", help="plugin option NAME=VALUE (or PLUGIN.NAME=VALUE); repeatable"
         ),
         config: Optional[str] = typer.Option(None, "--config", help="config file (default: ./onedoor.toml)"),
+        store: Optional[str] = typer.Option(
+            None, "--store", help="thread store plugin (default: sqlite); 'none': the door keeps its own sessions"
+        ),
     ) -> None:
         """Serve the agent to an editor over ACP on stdio
         (the same as `onedoor serve --door acp --transport stdio`)."""
@@ -32,6 +35,7 @@ def onedoor_cli(app: Any) -> None:
             doors=["acp"],
             transport="stdio",
             backend=backend,
+            store=store,
             options=list(option or []),
             config=Path(config) if config else None,
         )

@@ -43,9 +43,7 @@ async def run(door: Any, session: Any, name: str, arg: str) -> str:
     if name == "help":
         return help_text()
     if name == "reset":
-        count = len(session.history)
-        session.history = []
-        door.sessions.save(session)
+        count = await door.sessions.reset(session)
         return f"Conversation reset ({count} messages forgotten)."
     if name in ("backend", "model"):
         choices = door.backend_choices()

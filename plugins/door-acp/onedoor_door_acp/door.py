@@ -14,7 +14,8 @@ from typing import Any
 class AcpOptions:
     data_dir: str = field(
         default="",
-        metadata={"help": "where sessions are stored (default: $ONEDOOR_DATA_DIR or the user data dir)"},
+        metadata={"help": "where ACP's own file acp-sessions.sqlite3 lives (session settings; sessions with "
+                          "--store none); default: $ONEDOOR_DATA_DIR or the user data dir"},
     )
     backends: str = field(
         default="",

@@ -30,11 +30,13 @@ from onedoor.events import (
     ToolStarted,
 )
 from onedoor.questions import APPROVAL, Answer, Question, closing_answer
+from onedoor.stores import data_dir
 
 from . import commands
 from .approvals import REJECTED, TurnCancelled, ask_approval, ask_input
 from .bridge import REQUEST_ID, ChannelTransport, guarded
-from .sessions import DB_NAME, Session, SessionManager, SessionStore, UnknownSession, data_dir
+from .sessions import DB_NAME, Session, SessionManager, SessionStore, UnknownSession
+from .thread_sessions import ThreadSessions
 from .translate import (
     TurnRecorder,
     UnsupportedContent,
@@ -85,6 +87,9 @@ class Turn:
         self.requests: set[asyncio.Future] = set()  # requests to the editor waiting for a reply
         self.asks: set[asyncio.Future] = set()  # questions being asked (done when each ends)
         self.failure: str | None = None  # set by ask_fallback "fail": the prompt ends with an error
+        self.base: list[dict[str, Any]] = []  # the door-kept history before the run (no thread store)
+        self.base_count = 0  # the thread's length before the run (thread store)
+        self.pending: dict[str, Any] = {}  # the turn's checkpoint (thread store)
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -164,8 +169,12 @@ class AcpServer:
         self.transport = transport
         self.conn: Any = None
         self.kernels = {ctx.kernel.backend.name: ctx.kernel}
-        store = SessionStore(data_dir(options.data_dir) / DB_NAME)
-        self.sessions = SessionManager(store, ctx.kernel.backend.name)
+        legacy = SessionStore(data_dir(options.data_dir) / DB_NAME)
+        self.sessions: SessionManager | ThreadSessions
+        if ctx.kernel.store is None:  # --store none: the door keeps sessions itself, as before threads
+            self.sessions = SessionManager(legacy, ctx.kernel.backend.name)
+        else:
+            self.sessions = ThreadSessions(ctx.kernel.store, legacy, ctx.kernel.backend.name)
         self.client_capabilities: Any = None
         self.prompt_requests: dict[Any, Session] = {}  # JSON-RPC id of a running prompt -> session
         self.cancelled_requests: dict[Any, None] = {}  # ids named by $/cancel_request (bounded)
@@ -179,6 +188,7 @@ class AcpServer:
         router = build_agent_router(self, use_unstable_protocol=True)  # type: ignore[arg-type]
         self.conn = Connection(guarded(router), self.transport, listening=False)
         try:
+            await self.sessions.start()
             await self.conn.main_loop()
         except Exception:  # noqa: BLE001 - logged by acp; still clean up
             pass
@@ -199,14 +209,14 @@ class AcpServer:
             if session.mcp is not None:
                 await self._set_mcp(session, None)
         await self.conn.close()
-        self.sessions.store.close()
+        self.sessions.close_files()
 
     async def notify(self, session_id: str, update: dict[str, Any]) -> None:
         await self.conn.send_notification("session/update", {"sessionId": session_id, "update": update})
 
-    def _session(self, session_id: str) -> Session:
+    async def _session(self, session_id: str) -> Session:
         try:
-            return self.sessions.get(session_id)
+            return await self.sessions.get(session_id)
         except UnknownSession as exc:
             raise _not_found(exc, session_id) from None
 
@@ -239,7 +249,7 @@ class AcpServer:
             except OnedoorError as exc:
                 raise _invalid(f"backend {name!r} cannot be used: {exc}") from None
             base = self.ctx.kernel
-            kernel = self.kernels[name] = Kernel(backend, limits=base.limits, hooks=base.hooks)
+            kernel = self.kernels[name] = Kernel(backend, limits=base.limits, hooks=base.hooks, store=base.store)
         return kernel
 
     def config_options(self, session: Session) -> list[Any]:  # plain dicts; the response models validate them
@@ -328,23 +338,30 @@ class AcpServer:
         from acp.schema import NewSessionResponse
 
         self._check_cwd(cwd)
-        session = self.sessions.create(cwd, additional_directories)
+        try:
+            session = await self.sessions.create(cwd, additional_directories)
+        except OnedoorError as exc:  # the thread store refused (e.g. it is unreachable)
+            raise _error(jsonrpc.INTERNAL_ERROR, f"could not create a session: {exc}") from None
         await self._set_mcp(session, mcp_servers)
         self._after_open(session, mcp_servers)
         return NewSessionResponse(session_id=session.id, config_options=self.config_options(session))
 
-    def _open(self, session_id: str, cwd: str) -> Session:
+    async def _open(self, session_id: str, cwd: str) -> Session:
         self._check_cwd(cwd)
         try:
-            return self.sessions.open(session_id, cwd)
+            return await self.sessions.open(session_id, cwd)
         except UnknownSession as exc:
             raise _not_found(exc, session_id) from None
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, additional_directories: Any = None, **_: Any) -> Any:
         from acp.schema import LoadSessionResponse
 
-        session = self._open(session_id, cwd)
-        for update in replay(session.history):
+        session = await self._open(session_id, cwd)
+        try:
+            history = await self.sessions.history(session)
+        except UnknownSession as exc:  # deleted by another door since it was opened
+            raise _not_found(exc, session_id) from None
+        for update in replay(history):
             await self.notify(session.id, update)
         await self._set_mcp(session, mcp_servers)
         self._after_open(session, mcp_servers)
@@ -353,7 +370,7 @@ class AcpServer:
     async def resume_session(self, session_id: str, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any) -> Any:
         from acp.schema import ResumeSessionResponse
 
-        session = self._open(session_id, cwd)
+        session = await self._open(session_id, cwd)
         await self._set_mcp(session, mcp_servers)
         self._after_open(session, mcp_servers)
         return ResumeSessionResponse(config_options=self.config_options(session))
@@ -363,7 +380,7 @@ class AcpServer:
 
         self._check_cwd(cwd)
         try:
-            session = self.sessions.fork(session_id, cwd)
+            session = await self.sessions.fork(session_id, cwd)
         except UnknownSession as exc:
             raise _not_found(exc, session_id) from None
         await self._set_mcp(session, mcp_servers)
@@ -371,10 +388,10 @@ class AcpServer:
         return ForkSessionResponse(session_id=session.id, config_options=self.config_options(session))
 
     async def close_session(self, session_id: str, **_: Any) -> Any:
-        session = self._session(session_id)
+        session = await self._session(session_id)
         if session.turn is not None:
             session.turn.cancel()
-        self.sessions.close(session_id)
+        await self.sessions.close(session_id)
         await self._set_mcp(session, None)
         return {}
 
@@ -382,7 +399,7 @@ class AcpServer:
         from acp.schema import ListSessionsResponse, SessionInfo
 
         try:
-            page, next_cursor = self.sessions.page(cwd, cursor)
+            page, next_cursor = await self.sessions.page(cwd, cursor)
         except ValueError as exc:
             raise _invalid(str(exc)) from None
         infos = [
@@ -393,7 +410,7 @@ class AcpServer:
         return ListSessionsResponse(sessions=infos, next_cursor=next_cursor)
 
     async def set_config_option(self, config_id: str, session_id: str, value: Any, **_: Any) -> Any:
-        session = self._session(session_id)
+        session = await self._session(session_id)
         if config_id != "backend":
             raise _invalid(f"unknown config option {config_id!r}; this agent has: backend")
         if not isinstance(value, str):
@@ -421,7 +438,7 @@ class AcpServer:
             session.turn.cancel()
 
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> Any:
-        session = self._session(session_id)
+        session = await self._session(session_id)
         request_id = REQUEST_ID.get()
         self.prompt_requests[request_id] = session
         try:
@@ -455,7 +472,12 @@ class AcpServer:
             turn.cancel()
         try:
             tools = await self._editor_tools(session, kernel)
-            run = kernel.run(text, history=session.history, tools=tools, door="acp", asker=LiveAsker(turn.ask))
+            where = await self.sessions.prepare_turn(session, turn)  # the history, or the thread
+            run = kernel.run(text, **where, tools=tools, door="acp", asker=LiveAsker(turn.ask))
+        except UnknownSession as exc:  # its thread was deleted by another door
+            session.turn = None
+            turn.done.set()
+            raise _not_found(exc, session.id) from None
         except RunRefused as exc:
             session.turn = None
             turn.done.set()
@@ -468,9 +490,14 @@ class AcpServer:
             turn.done.set()
             raise
         turn.run = run
-        base = session.history = session.history + [{"role": "user", "content": text}]
-        self.sessions.save(session)  # the prompt is kept even if the process dies mid-turn
-        checkpoints = asyncio.ensure_future(self._checkpoints(session, turn, base))
+        try:
+            await self.sessions.begin_turn(session, turn, text)  # the prompt is kept even if the process dies
+        except BaseException:
+            await run.aclose()
+            session.turn = None
+            turn.done.set()
+            raise
+        checkpoints = asyncio.ensure_future(self._checkpoints(session, turn))
         outcome: Any = None
         try:
             outcome = await self._stream(turn, run)
@@ -483,10 +510,9 @@ class AcpServer:
             note = "" if outcome is None or type(outcome) is RunFinished else f"\n[the run failed: {outcome.error}]"
             if turn.failure is not None:
                 note = f"\n[the run failed: {turn.failure}]"
-            session.history = base + turn.recorder.finish(note)
             session.turn = None
             try:
-                self.sessions.save(session)
+                await self.sessions.end_turn(session, turn, note)
             except Exception:
                 log.exception("could not save session %s", session.id)
             turn.done.set()
@@ -498,7 +524,7 @@ class AcpServer:
             raise _error(jsonrpc.INTERNAL_ERROR, f"the backend failed: {outcome.error}", {"runId": outcome.run_id})
         return {"stopReason": STOP_REASONS.get(outcome.stop_reason, "end_turn")}
 
-    async def _checkpoints(self, session: Session, turn: Turn, base: list[dict[str, Any]]) -> None:
+    async def _checkpoints(self, session: Session, turn: Turn) -> None:
         """Save the turn's progress while it runs, so a crash loses at most a moment of it."""
         saved: tuple[int, ...] = (0, 0, 0, 0)  # the turn starts empty
         while True:
@@ -506,8 +532,7 @@ class AcpServer:
             mark = turn.recorder.mark()
             if mark != saved:
                 saved = mark
-                session.history = base + turn.recorder.snapshot()
-                self.sessions.save(session)
+                self.sessions.checkpoint(session, turn)
 
     async def _stream(self, turn: Turn, run: Any) -> Any:
         """Send the run's events as session updates, in order; return the terminal event."""

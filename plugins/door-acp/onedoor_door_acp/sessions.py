@@ -1,18 +1,19 @@
-"""ACP sessions: one manager owns them, an embedded SQLite database keeps them.
+"""ACP sessions kept by the door itself: the fallback when the kernel has no thread store.
 
-A session is its id, working directory, title, backend, history (a list of onedoor
-history messages, plain dicts) and settings (e.g. tools always allowed). The manager
-saves a session on every change, so a new agent process answers ``session/load`` with
-the whole conversation after a crash or a restart. The database lives under the user's
-data directory (see :func:`data_dir`).
+With a thread store (the default of ``onedoor serve`` and ``onedoor acp``) sessions are
+threads: see :mod:`.thread_sessions`. Without one (``--store none``) this module keeps
+them as before threads: a session is its id, working directory, title, backend, history
+(a list of onedoor history messages, plain dicts) and settings (e.g. tools always
+allowed), one row of ``acp-sessions.sqlite3`` in the data directory
+(:func:`onedoor.stores.data_dir`). The manager saves a session on every change and
+checkpoints a running turn, so a new agent process answers ``session/load`` with the
+whole conversation after a crash or a restart.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -23,22 +24,6 @@ from onedoor.wire import encode_json_text  # history may hold half an emoji: sto
 
 DB_NAME = "acp-sessions.sqlite3"
 PAGE_SIZE = 50
-
-
-def data_dir(configured: str = "") -> Path:
-    """The directory for onedoor's data: the option, $ONEDOOR_DATA_DIR, or the platform's
-    user data directory (XDG on Linux)."""
-    if configured:
-        return Path(configured).expanduser()
-    env = os.environ.get("ONEDOOR_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
-    home = Path.home()
-    if sys.platform == "darwin":
-        return home / "Library" / "Application Support" / "onedoor"
-    if os.name == "nt":
-        return Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming") / "onedoor"
-    return Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share") / "onedoor"
 
 
 def _now() -> str:
@@ -123,21 +108,27 @@ class SessionStore:
 
 
 class SessionManager:
-    """Owns every session of one agent process; the protocol layer stays thin."""
+    """Owns every session of one agent process; the protocol layer stays thin.
+
+    :class:`.thread_sessions.ThreadSessions` has the same methods (sessions as threads);
+    the server calls whichever it was given."""
 
     def __init__(self, store: SessionStore, default_backend: str) -> None:
         self.store = store
         self.default_backend = default_backend
         self.live: dict[str, Session] = {}
 
-    def create(self, cwd: str, additional_directories: list[str] | None = None) -> Session:
+    async def start(self) -> None:
+        """Nothing to prepare: the table is ready once the store is open."""
+
+    async def create(self, cwd: str, additional_directories: list[str] | None = None) -> Session:
         session = Session(id="sess_" + uuid.uuid4().hex, cwd=cwd, backend=self.default_backend,
                           additional_directories=list(additional_directories or []))
         self.live[session.id] = session
         self.save(session)
         return session
 
-    def get(self, session_id: str) -> Session:
+    async def get(self, session_id: str) -> Session:
         """A session this process has open (new, loaded or resumed)."""
         session = self.live.get(session_id)
         if session is None:
@@ -148,7 +139,7 @@ class SessionManager:
             raise UnknownSession(f"session {session_id!r} was closed")
         return session
 
-    def open(self, session_id: str, cwd: str | None = None) -> Session:
+    async def open(self, session_id: str, cwd: str | None = None) -> Session:
         """Open a stored session (session/load, session/resume)."""
         session = self.live.get(session_id)
         if session is None or session.closed:
@@ -161,11 +152,15 @@ class SessionManager:
             self.save(session)
         return session
 
-    def fork(self, session_id: str, cwd: str) -> Session:
+    async def history(self, session: Session) -> list[dict[str, Any]]:
+        """The conversation to replay (session/load)."""
+        return session.history
+
+    async def fork(self, session_id: str, cwd: str) -> Session:
         source = self.live.get(session_id) or self.store.load(session_id)
         if source is None:
             raise UnknownSession(f"unknown session {session_id!r}")
-        forked = self.create(cwd or source.cwd, source.additional_directories)
+        forked = await self.create(cwd or source.cwd, source.additional_directories)
         forked.backend = source.backend
         forked.history = json.loads(json.dumps(source.history))
         forked.settings = dict(source.settings)
@@ -173,12 +168,19 @@ class SessionManager:
         self.save(forked)
         return forked
 
-    def close(self, session_id: str) -> Session:
-        session = self.get(session_id)
+    async def close(self, session_id: str) -> Session:
+        session = await self.get(session_id)
         session.closed = True
         return session
 
-    def page(self, cwd: str | None, cursor: str | None) -> tuple[list[Session], str | None]:
+    async def reset(self, session: Session) -> int:
+        """Forget the conversation, keep the session; how many messages were forgotten."""
+        count = len(session.history)
+        session.history = []
+        self.save(session)
+        return count
+
+    async def page(self, cwd: str | None, cursor: str | None) -> tuple[list[SessionPage], str | None]:
         try:
             offset = int(cursor) if cursor else 0
         except ValueError:
@@ -187,7 +189,8 @@ class SessionManager:
             raise ValueError(f"bad cursor {cursor!r}")
         page = self.store.page(cwd, offset, PAGE_SIZE + 1)
         more = len(page) > PAGE_SIZE
-        return page[:PAGE_SIZE], (str(offset + PAGE_SIZE) if more else None)
+        rows = [SessionPage(s.id, s.cwd, s.title, s.updated_at, s.additional_directories) for s in page[:PAGE_SIZE]]
+        return rows, (str(offset + PAGE_SIZE) if more else None)
 
     def save(self, session: Session) -> None:
         session.updated_at = _now()
@@ -201,3 +204,35 @@ class SessionManager:
 
     def running(self) -> list[Session]:
         return [s for s in self.live.values() if s.turn is not None]
+
+    # -- a prompt turn: the door records it and keeps it here ---------------------------
+    async def prepare_turn(self, session: Session, turn: Any) -> dict[str, Any]:
+        """The run's arguments: the history so far."""
+        return {"history": session.history}
+
+    async def begin_turn(self, session: Session, turn: Any, text: str) -> None:
+        """The run started: keep the prompt (even if the process dies mid-turn)."""
+        turn.base = session.history = session.history + [{"role": "user", "content": text}]
+        self.save(session)
+
+    def checkpoint(self, session: Session, turn: Any) -> None:
+        session.history = turn.base + turn.recorder.snapshot()
+        self.save(session)
+
+    async def end_turn(self, session: Session, turn: Any, note: str) -> None:
+        session.history = turn.base + turn.recorder.finish(note)
+        self.save(session)
+
+    def close_files(self) -> None:
+        self.store.close()
+
+
+@dataclass
+class SessionPage:
+    """One line of session/list."""
+
+    id: str
+    cwd: str
+    title: str
+    updated_at: str
+    additional_directories: list[str]

@@ -6,6 +6,7 @@
 //   node client.mjs always '["python","approval_agent.py","twice"]'
 //   node client.mjs hostile '["onedoor","acp"]'            (unreadable permission answers)
 //   node client.mjs disconnect '["onedoor","acp"]'         (the client goes while asked)
+//   node client.mjs threads '["onedoor","acp"]' THREAD_ID  (issue 16: list every thread, load one, bad input)
 //
 // Prints one JSON object (what it saw) on its last stdout line; exits 1 on a failed check.
 import { spawn } from "node:child_process";
@@ -207,7 +208,50 @@ async function disconnect(ctx) {
   return { asked: permissionRequests.length + elicitations.length, exit, killed: exit.signal === "SIGKILL" };
 }
 
-const scenarios = { basic, permission, questions, always, hostile, disconnect };
+async function errorOf(request) {
+  try {
+    await request;
+  } catch (err) {
+    return { code: err.code, message: err.message };
+  }
+  return null;
+}
+
+async function threads(ctx) {
+  const target = process.argv[4];
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  const listed = [];
+  let cursor = undefined;
+  for (let page = 0; page < 100; page++) { // bounded: follow nextCursor to the end
+    const reply = await ctx.request(methods.agent.session.list, { cwd: process.cwd(), ...(cursor ? { cursor } : {}) });
+    listed.push(...reply.sessions.map((s) => ({ sessionId: s.sessionId, title: s.title ?? null, updatedAt: s.updatedAt })));
+    cursor = reply.nextCursor;
+    if (!cursor) break;
+  }
+  const before = updates.length;
+  await ctx.request(methods.agent.session.load, { sessionId: target, cwd: process.cwd(), mcpServers: [] });
+  const replay = updates.slice(before).filter(([s, u]) => s === target && u.sessionUpdate !== "available_commands_update")
+    .map(([, u]) => u);
+  const from = updates.length;
+  const result = await ctx.request(methods.agent.session.prompt, {
+    sessionId: target, prompt: [{ type: "text", text: "and from the editor" }],
+  });
+  check(result.stopReason === "end_turn", `stop reason ${result.stopReason}`);
+  const reply = textOf("agent_message_chunk", from);
+  const badCursor = await errorOf(ctx.request(methods.agent.session.list, { cursor: "not a cursor!" }));
+  const goneCursor = await errorOf(ctx.request(methods.agent.session.list, { cursor: "t-000000000000000000000000" }));
+  const unknownLoad = await errorOf(ctx.request(methods.agent.session.load, {
+    sessionId: "t-000000000000000000000000", cwd: process.cwd(), mcpServers: [],
+  }));
+  const badIdLoad = await errorOf(ctx.request(methods.agent.session.load, {
+    sessionId: "../../etc/passwd", cwd: process.cwd(), mcpServers: [],
+  }));
+  // the agent still serves after the refusals
+  const again = await ctx.request(methods.agent.session.list, { cwd: process.cwd() });
+  return { listed, replay, reply, badCursor, goneCursor, unknownLoad, badIdLoad, listedAfter: again.sessions.length };
+}
+
+const scenarios = { basic, permission, questions, always, hostile, disconnect, threads };
 let code = 0;
 let running = null;
 try {
