@@ -7,6 +7,16 @@ A transport offers one *shape*; a door declares the shapes it can serve.
 ``channel``  the transport hands the door a :class:`Channel` per peer session: a stream
              of whole messages (stdio: one session, NDJSON lines; slim: one channel per
              SLIM session, one message per publish).
+``rpc``      the transport hosts an RPC server with the gRPC-style registration
+             convention (``add_<Service>Servicer_to_server(servicer, server)``: slim's
+             is slimrpc); the door registers its services on it once, before serving
+             (A2A over SLIM is slima2a's A2A service over slimrpc). For protocols that
+             are request/response and server-streaming calls rather than a stream of
+             whole messages.
+
+A transport may offer more than one shape (``shapes``, in order of preference; ``shape``
+is its first): slim offers ``channel`` and ``rpc``. A door is served in the first shape
+of its transport that it also serves (:func:`shape_for`).
 
 A **door** plugin object has::
 
@@ -18,11 +28,13 @@ A **door** plugin object has::
     def asgi_mount(self, ctx: ServeContext) -> AsgiMount          # if "asgi" in shapes
     async def serve_channel(self, channel: Channel, ctx: ServeContext) -> None
                                                                   # if "channel" in shapes
+    def register_rpc(self, server: Any, ctx: ServeContext) -> None  # if "rpc" in shapes
 
 A **transport** plugin object has::
 
     name: str
-    shape: str                      # "asgi" or "channel"
+    shape: str                      # "asgi", "channel" or "rpc": the first of ``shapes``
+    shapes: tuple[str, ...]         # optional: every shape it offers, preferred first
     max_doors: int | None           # None: any number of doors at once
     Options: type | None
     def early(self) -> None                          # optional; runs right after the transport
@@ -50,7 +62,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 from .errors import CompositionError
 from .kernel import Kernel
 
-SHAPES = ("asgi", "channel")
+SHAPES = ("asgi", "channel", "rpc")
 
 
 class ChannelClosed(Exception):
@@ -204,6 +216,19 @@ class ChannelDoor(Protocol):
 
 
 @runtime_checkable
+class RpcDoor(Protocol):
+    """A door served by an RPC-hosting transport (``"rpc" in shapes``)."""
+
+    name: str
+    shapes: frozenset[str]
+
+    def register_rpc(self, server: Any, ctx: ServeContext) -> None:
+        """Register the door's services on ``server`` (gRPC-style ``add_*_to_server``);
+        called once, before the transport starts serving."""
+        ...
+
+
+@runtime_checkable
 class Transport(Protocol):
     """A transport: ``shape`` is ``"asgi"`` or ``"channel"``. Optional members (not part
     of the runtime check): ``max_doors``, ``Options``, ``early()``, ``prepare(options)``;
@@ -215,11 +240,22 @@ class Transport(Protocol):
     def serve(self, doors: list[Any], ctx: ServeContext) -> int: ...
 
 
+def offered_shapes(transport: Any) -> tuple[str, ...]:
+    """The shapes a transport offers, preferred first."""
+    shapes = getattr(transport, "shapes", None)
+    return tuple(shapes) if shapes else (transport.shape,)
+
+
+def shape_for(door: Any, transport: Any) -> str | None:
+    """The shape ``door`` is served in over ``transport`` (None: they do not fit)."""
+    return next((shape for shape in offered_shapes(transport) if shape in door.shapes), None)
+
+
 def check_door(obj: Any) -> str | None:
     """Why ``obj`` is not a door, or None if it is one."""
     shapes = getattr(obj, "shapes", None)
     if not shapes or not isinstance(shapes, (set, frozenset, tuple, list)):
-        return "it has no 'shapes' (a set of 'asgi' and/or 'channel')"
+        return "it has no 'shapes' (a set of 'asgi', 'channel' and/or 'rpc')"
     unknown = set(shapes) - set(SHAPES)
     if unknown:
         return f"it declares unknown shape(s) {sorted(unknown)}"
@@ -227,6 +263,8 @@ def check_door(obj: Any) -> str | None:
         return "it serves 'asgi' but has no asgi_mount(ctx)"
     if "channel" in shapes and not callable(getattr(obj, "serve_channel", None)):
         return "it serves 'channel' but has no serve_channel(channel, ctx)"
+    if "rpc" in shapes and not callable(getattr(obj, "register_rpc", None)):
+        return "it serves 'rpc' but has no register_rpc(server, ctx)"
     return None
 
 
@@ -234,6 +272,13 @@ def check_transport(obj: Any) -> str | None:
     shape = getattr(obj, "shape", None)
     if shape not in SHAPES:
         return f"its 'shape' is {shape!r}, not one of {', '.join(SHAPES)}"
+    shapes = getattr(obj, "shapes", None)
+    if shapes is not None:
+        if not isinstance(shapes, (tuple, list)) or not shapes or shapes[0] != shape:
+            return "its 'shapes' must be a non-empty tuple starting with its 'shape'"
+        unknown = set(shapes) - set(SHAPES)
+        if unknown:
+            return f"it offers unknown shape(s) {sorted(unknown)}"
     if not callable(getattr(obj, "serve", None)):
         return "it has no serve(doors, ctx)"
     return None
@@ -243,8 +288,9 @@ def validate_combination(
     doors: Sequence[Any], transport: Any, transports_by_shape: dict[str, list[str]]
 ) -> None:
     """Raise CompositionError if these doors cannot be served over this transport."""
+    offered = offered_shapes(transport)
     for door in doors:
-        if transport.shape not in door.shapes:
+        if shape_for(door, transport) is None:
             usable = sorted({t for s in door.shapes for t in transports_by_shape.get(s, [])})
             hint = (
                 f"it can use: {', '.join(usable)}"
@@ -253,7 +299,8 @@ def validate_combination(
             )
             raise CompositionError(
                 f"door {door.name!r} cannot be served over transport {transport.name!r} "
-                f"(which offers {transport.shape!r}; the door serves {', '.join(sorted(door.shapes))}); {hint}"
+                f"(which offers {' and '.join(repr(s) for s in offered)}; the door serves "
+                f"{', '.join(sorted(door.shapes))}); {hint}"
             )
     limit = getattr(transport, "max_doors", None)
     if limit is not None and len(doors) > limit:

@@ -85,14 +85,17 @@ def default_doors() -> list[Any]:
 
 
 def transports_by_shape() -> dict[str, list[str]]:
-    """Installed, loadable transports grouped by the shape they offer."""
+    """Installed, loadable transports grouped by the shapes they offer."""
+    from .composition import offered_shapes
+
     out: dict[str, list[str]] = {}
     for name in plugins.names("transport"):
         try:
             obj = plugins.load("transport", name)
         except PluginError:
             continue
-        out.setdefault(obj.shape, []).append(name)
+        for shape in offered_shapes(obj):
+            out.setdefault(shape, []).append(name)
     return out
 
 
