@@ -12,8 +12,9 @@ class RunRefused(OnedoorError):
 
     ``reason`` is one of ``busy`` (too many concurrent runs; retry after
     ``retry_after`` seconds), ``too_large`` (message or history over the limit) or
-    ``invalid`` (empty message, malformed history) or ``not_found`` (a thread that is
-    not the caller's). Doors map these to their own
+    ``invalid`` (empty message, malformed history), ``not_found`` (a thread that is
+    not the caller's) or ``pending_questions`` (the thread's run waits for answers: a new
+    message is never taken as one). Doors map these to their own
     error shapes (HTTP 429/503, 413/422, JSON-RPC invalid params…).
     """
 

@@ -242,6 +242,10 @@ class Kernel:
                 raise RunRefused("invalid", "this server keeps no threads")
             if thread.owner != principal:
                 raise RunRefused("not_found", f"no thread {thread.id!r}")
+            waiting = self._lot.waiting_on(thread.id)
+            if waiting:  # a new message is never taken as an answer
+                raise RunRefused("pending_questions", f"thread {thread.id!r} has a run waiting for answers to "
+                                 f"{', '.join(clip(q) for q in waiting)}: answer them (or cancel the run) first")
             history = thread.messages
         past = self._check_input(message, history)
         if run_id is not None and run_id in self._live_ids:

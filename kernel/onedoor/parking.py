@@ -56,6 +56,11 @@ class ParkingLot:
             delay = max(0.0, expires_at - time.time())
             self.timers[stream.run_id] = loop.call_later(delay, stream._expire)
 
+    def waiting_on(self, thread_id: str) -> list[str]:
+        """Open questions of the parked runs writing ``thread_id``."""
+        return [qid for qid, stream in self.questions.items()
+                if stream.thread is not None and stream.thread.id == thread_id and stream.run_id in self.parked]
+
     def unpark(self, stream: "RunStream") -> None:
         self.parked.pop(stream.run_id, None)
         timer = self.timers.pop(stream.run_id, None)

@@ -181,3 +181,16 @@ async def test_a_server_killed_mid_run_keeps_every_turn_and_the_next_run_marks_t
         assert kept.messages[-1].content == events[-1].text
     finally:
         await store.close()
+
+
+async def test_a_new_message_on_a_thread_waiting_for_answers_is_refused(store):
+    kernel = kernel_with(store, "async")
+    thread = await store.create("alice")
+    first = await drain(kernel.run('/ask rm {"path": "x"}', thread=thread, principal="alice", asker=SuspendAsker()))
+    question = first[-2].question
+    with pytest.raises(RunRefused) as refused:
+        kernel.run("yes", thread=await store.get("alice", thread.id), principal="alice")
+    assert refused.value.reason == "pending_questions" and question.id in str(refused.value)
+    await drain(kernel.resume([Answer(question.id, "reject_once")], principal="alice"))
+    after = await drain(kernel.run("and now?", thread=await store.get("alice", thread.id), principal="alice"))
+    assert type(after[-1]) is RunFinished

@@ -32,6 +32,8 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "busy": (429, "busy"),
     "too_large": (413, "too_large"),
     "invalid": (422, "invalid_request"),
+    "not_found": (404, "not_found"),
+    "pending_questions": (409, "pending_questions"),
 }
 
 # The error code used for a status when nothing more specific is known.
