@@ -1,5 +1,5 @@
 """The typer application behind the ``onedoor`` command: the built-in commands (run, chat,
-serve, plugins) and those that hook plugins add (pluggy hook ``onedoor_cli``).
+serve, threads, plugins) and those that hook plugins add (pluggy hook ``onedoor_cli``).
 
 :func:`invoke` runs it in typer's non-standalone mode, so that every outcome comes back
 here: typer's usage errors are shown as typer shows them (exit 2), the rest is left to
@@ -18,7 +18,7 @@ import typer
 from . import __version__
 from .cli import RunRequest, run_command
 
-BUILT_IN_COMMANDS = ("run", "chat", "serve", "plugins")
+BUILT_IN_COMMANDS = ("run", "chat", "serve", "threads", "plugins")
 
 app = typer.Typer(
     name="onedoor",
@@ -77,21 +77,33 @@ def run(
 @app.command()
 def chat(
     backend: str | None = BackendName,
+    thread: str | None = typer.Option(
+        None, "--thread", help="continue this stored thread ('new' starts one and prints its id on stderr)"
+    ),
     option: List[str] | None = OptionPairs,
     config: Path | None = ConfigPath,
     ask_fallback: str | None = AskFallback,
 ) -> None:
     """Talk to the agent in this terminal, keeping the conversation
     (the same as `onedoor serve --door terminal --transport stdio`). The agent's questions
-    are asked in the conversation."""
+    are asked in the conversation. With --thread the conversation is a stored thread,
+    shared with every door (`onedoor threads` lists them)."""
     from .serve import Settings
     from .serve import serve as do_serve
+    from .threads import ThreadError
 
     pairs = list(option or [])
     if ask_fallback is not None:
         pairs.append(f"terminal.ask_fallback={ask_fallback}")
+    if thread is not None:
+        pairs.append(f"terminal.thread={thread}")
     settings = Settings(doors=["terminal"], transport="stdio", backend=backend, options=pairs, config=config)
-    raise typer.Exit(do_serve(settings))
+    try:
+        code = do_serve(settings)
+    except ThreadError as exc:  # no such thread (1); an id that cannot be one, no store (2)
+        print(f"onedoor: error: {exc}", file=sys.stderr)
+        code = 1 if exc.reason == "not_found" else 2
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -118,6 +130,56 @@ def serve(
         doors=list(door or []), transport=transport, backend=backend, store=store, options=pairs, config=config
     )
     raise typer.Exit(do_serve(settings))
+
+
+threads_app = typer.Typer(
+    name="threads",
+    help="List, show and delete your stored threads: the conversations every door shares "
+         "(yours: the principal 'local').",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+app.add_typer(threads_app)
+StoreOptions = typer.Option(None, "--option", "-o", help="thread store option STORE.NAME=VALUE, e.g. sqlite.path=FILE")
+
+
+@threads_app.command("ls")
+def threads_ls(
+    limit: int = typer.Option(50, "--limit", min=1, max=1000, help="show at most this many, newest first"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    option: List[str] | None = StoreOptions,
+    config: Path | None = ConfigPath,
+) -> None:
+    """List your threads, the most recently changed first."""
+    from .builtins.thread_commands import list_threads, with_store
+
+    raise typer.Exit(with_store(list(option or []), config, lambda s: list_threads(s, limit=limit, as_json=as_json)))
+
+
+@threads_app.command("show")
+def threads_show(
+    thread_id: str = typer.Argument(..., metavar="ID", help="the thread's id"),
+    as_json: bool = typer.Option(False, "--json", help="the whole thread as JSON"),
+    option: List[str] | None = StoreOptions,
+    config: Path | None = ConfigPath,
+) -> None:
+    """Show one thread's messages."""
+    from .builtins.thread_commands import show_thread, with_store
+
+    raise typer.Exit(with_store(list(option or []), config, lambda s: show_thread(s, thread_id, as_json=as_json)))
+
+
+@threads_app.command("rm")
+def threads_rm(
+    thread_ids: List[str] = typer.Argument(..., metavar="ID...", help="the threads to delete"),
+    option: List[str] | None = StoreOptions,
+    config: Path | None = ConfigPath,
+) -> None:
+    """Delete threads, for good."""
+    from .builtins.thread_commands import remove_threads, with_store
+
+    raise typer.Exit(with_store(list(option or []), config, lambda s: remove_threads(s, list(thread_ids))))
 
 
 @app.command()

@@ -14,7 +14,7 @@ from onedoor_door_mcp import McpOptions, door
 from onedoor_door_mcp.asgi import _matches, allowed_hosts, allowed_origins
 from onedoor_door_mcp.channel import decode
 from onedoor_door_mcp.elicit import answer_for, request_for
-from onedoor_door_mcp.tool import AskTool
+from onedoor_door_mcp.tool import AskRequest, AskTool
 from onedoor_test_support import await_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -126,10 +126,16 @@ def test_host_patterns() -> None:
 
 def test_argument_checks() -> None:
     check = AskTool.check_arguments
-    assert check({"message": "hi"}) == ("hi", [])
-    assert check({"message": "hi", "history": [{"role": "user", "content": "x"}]})[1] == [{"role": "user", "content": "x"}]
+    assert check({"message": "hi"}) == AskRequest("hi", [])
+    assert check({"message": "hi", "history": [{"role": "user", "content": "x"}]}).history == [{"role": "user", "content": "x"}]
+    assert check({"message": "hi", "thread": "t-1"}) == AskRequest("hi", [], "t-1")
+    assert check({"message": "hi", "new_thread": True, "history": []}) == AskRequest("hi", [], None, True)
+    assert check({"message": "hi", "new_thread": False}) == AskRequest("hi", [])
     for bad in (None, [], {"message": "  "}, {"message": "x", "history": {}}, {"message": "x", "history": ["x"]},
-                {"message": "x", "extra": 1}, {"message": "x", "history": [{"role": "user"}]}):
+                {"message": "x", "extra": 1}, {"message": "x", "history": [{"role": "user"}]},
+                {"message": "x", "thread": "no spaces"}, {"message": "x", "thread": None, "new_thread": 1},
+                {"message": "x", "thread": "t-1", "new_thread": True},
+                {"message": "x", "thread": "t-1", "history": [{"role": "user", "content": "x"}]}):
         with pytest.raises(ValueError):
             check(bad)
 

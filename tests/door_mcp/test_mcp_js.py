@@ -155,3 +155,21 @@ def test_conformance_suite_with_baseline(http_server: Any, tmp_path: Path) -> No
     assert out.returncode == 0, summary[-4000:] + out.stderr[-2000:]
     for scenario in ("server-initialize", "logging-set-level", "ping", "tools-list", "dns-rebinding-protection"):
         assert f"✓ {scenario}:" in summary, summary
+
+
+def test_typescript_sdk_keeps_a_thread_over_http(start_http_server: Any, tmp_path: Path) -> None:
+    """The TS SDK validates structuredContent against the declared outputSchema, so a
+    result that did not fit would fail the call in the client."""
+    token = "node-token-0123456789-abcdefghijkl"
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"node {token}\n")
+    server = start_http_server("-o", f"tokens_file={tokens}", "-o", f"sqlite.path={tmp_path / 'threads.sqlite3'}")
+    result = node_client("http", server.url, "thread", token)
+    thread_id = result["started"]["structured"]["thread"]
+    assert result["started"]["structured"] == {"reply": "You said: hello from node (3 words, turn 1)", "thread": thread_id}
+    assert result["continued"]["structured"] == {"reply": "You said: node again (2 words, turn 2)", "thread": thread_id}
+    assert result["unknown"]["isError"] is True and "no thread 't-unknown'" in result["unknown"]["text"]
+    assert result["stateless"] == {
+        "text": "You said: stateless (1 words, turn 1)", "isError": False,
+        "structured": {"reply": "You said: stateless (1 words, turn 1)"},
+    }

@@ -63,7 +63,8 @@ async def test_sdk_session_over_stdio(sdk: Any) -> None:
     assert "'ask'" in (init.instructions or "")
     assert [t.name for t in tools] == ["ask"]
     schema = tools[0].inputSchema if hasattr(tools[0], "inputSchema") else tools[0].input_schema
-    assert schema["required"] == ["message"] and set(schema["properties"]) == {"message", "history"}
+    assert schema["required"] == ["message"]
+    assert set(schema["properties"]) == {"message", "history", "thread", "new_thread"}
     assert "scripted" in tools[0].description
     assert not sdk.error(reply) and sdk.text(reply) == "You said: hello there (2 words, turn 1)"
     assert sdk.text(second) == "You said: again (1 words, turn 2)"

@@ -48,12 +48,17 @@ _CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None}
 _CONTROL.update({c: None for c in range(0x80, 0xA0)})
 
 
+def printable(text: str) -> str:
+    """``text`` without control characters (terminal escape sequences) other than tab and
+    newline: for text that came from elsewhere (a thread written through another door)."""
+    return text.translate(_CONTROL)
+
+
 def for_consent(value: Any, head: int = 3000, tail: int = 1000) -> str:
     """What a person is asked to allow, as safe text: control characters (terminal escape
     sequences) removed, and a very long text shown by its start and its end with the cut
     marked, so nothing dangerous can hide past the part shown."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = text.translate(_CONTROL)
+    text = printable(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
     if len(text) <= head + tail:
         return text
     return f"{text[:head]}\n  … {len(text) - head - tail} characters not shown …\n{text[-tail:]}"

@@ -4,6 +4,12 @@ Each incoming message is a line the user typed; the reply streams back as it is
 written. Over stdio that is this terminal; over SLIM, a remote one. History is kept for
 the session; /reset forgets it.
 
+With the option ``thread`` (``onedoor chat --thread ID``) the conversation is a stored
+thread of the kernel's thread store, owned by the local user (principal ``local``): its
+earlier turns, from any door, are the history, and each turn is appended to it; ``new``
+starts a thread and tells its id (on stderr over stdio). /reset then starts another
+thread. An unknown thread ends the session with :class:`~onedoor.threads.ThreadError`.
+
 A run's questions (tool approvals, free-form questions) are asked in the conversation:
 the question is written to the channel and the next lines typed answer it
 (:func:`onedoor.builtins.console.ask_at_terminal`). Over stdio that needs a person at
@@ -36,6 +42,7 @@ from .console import ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_termin
 
 if TYPE_CHECKING:
     from ..composition import ServeContext
+    from .terminal_threads import TerminalThread
 
 HELP = "Commands: /reset forgets the conversation, /exit (or Ctrl-D) leaves. Ctrl-C stops a reply."
 
@@ -49,6 +56,11 @@ class TerminalOptions:
         metadata={"help": "the agent's questions when nobody can answer at a terminal (stdin not a TTY): "
                           "deny (approvals rejected, questions declined), allow (approvals allowed once, "
                           "questions declined) or fail (the run fails); also --ask-fallback"},
+    )
+
+    thread: str = field(
+        default="",
+        metadata={"help": "continue this stored thread ('new' starts one; also `onedoor chat --thread`)"},
     )
 
     def __post_init__(self) -> None:
@@ -70,8 +82,16 @@ class TerminalDoor:
         options = ctx.options_for(self.name) or TerminalOptions()
         kernel = ctx.kernel
         history: list[Message] = []
+        stored = None
+        if options.thread:  # `onedoor run` imports this module too: the thread code loads only when used
+            from .terminal_threads import TerminalThread
+
+            stored = await TerminalThread.open(kernel.store, options.thread, channel)
         try:
-            await channel.send(f"onedoor chat, backend {kernel.backend.name!r}. {HELP}\n> ")
+            await channel.send(f"onedoor chat, backend {kernel.backend.name!r}. {HELP}\n")
+            if stored is not None:
+                await channel.send(stored.banner())
+            await channel.send("> ")
             while True:
                 line = await channel.recv()
                 if line is None or line.strip() in ("/exit", "/quit"):
@@ -82,13 +102,14 @@ class TerminalDoor:
                     continue
                 if text == "/reset":
                     history.clear()
-                    await channel.send("[conversation forgotten]\n> ")
+                    note = await stored.restart() if stored is not None else ""
+                    await channel.send(f"[conversation forgotten{note}]\n> ")
                     continue
                 if text == "/help":
                     await channel.send(HELP + "\n> ")
                     continue
-                reply = await self._turn(channel, kernel, text, history, options)
-                if reply is not None:
+                reply = await self._turn(channel, kernel, text, history, options, stored)
+                if reply is not None and stored is None:
                     history.append(Message("user", text))
                     history.append(Message("assistant", reply))
                 await channel.send("> ")
@@ -111,10 +132,20 @@ class TerminalDoor:
 
         return LiveAsker(ask)
 
-    async def _turn(self, channel: Any, kernel: Kernel, text: str, history: list[Message], options: TerminalOptions) -> str | None:
+    async def _turn(
+        self, channel: Any, kernel: Kernel, text: str, history: list[Message], options: TerminalOptions,
+        stored: "TerminalThread | None" = None,
+    ) -> str | None:
         asker = self._asker(channel, options)
         try:
-            run = kernel.run(text, history=history, door="terminal", asker=asker)
+            if stored is None:
+                run = kernel.run(text, history=history, door="terminal", asker=asker)
+            else:
+                thread = await stored.current()
+                if thread is None:
+                    await channel.send(f"[{stored.gone()}]\n")
+                    return None
+                run = kernel.run(text, thread=thread, principal=stored.principal, door="terminal", asker=asker)
         except RunRefused as exc:
             await channel.send(f"[refused: {exc}]\n")
             return None

@@ -61,10 +61,14 @@ else:
 
 @dataclass
 class Outcome:
-    """What a tool call returns: the text for the client and whether it is an error."""
+    """What a tool call returns: the text for the client and whether it is an error;
+    ``structured`` (the structured content, matching the tool's output schema) and
+    ``notes`` (more text blocks after the text) when there are any."""
 
     text: str
     is_error: bool = False
+    structured: dict[str, Any] | None = None
+    notes: tuple[str, ...] = ()
 
 
 class ProtocolError(Exception):
@@ -214,12 +218,16 @@ def _tool(spec: dict[str, Any]) -> Any:
         title=spec.get("title"),
         description=spec.get("description"),
         inputSchema=spec["inputSchema"],
+        outputSchema=spec.get("outputSchema"),
         annotations=types.ToolAnnotations(**spec["annotations"]) if spec.get("annotations") else None,
     )
 
 
 def _result(outcome: Outcome) -> Any:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text)], isError=outcome.is_error)
+    blocks = [types.TextContent(type="text", text=text) for text in (outcome.text, *outcome.notes)]
+    return types.CallToolResult(
+        content=blocks, structuredContent=outcome.structured, isError=outcome.is_error  # type: ignore[arg-type]
+    )
 
 
 async def _call(call_tool: CallTool, name: str, arguments: Any, progress: Progress | None, peer: Peer | None) -> Any:

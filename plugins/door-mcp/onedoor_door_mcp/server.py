@@ -27,10 +27,11 @@ def describe_tool(kernel: Kernel, options: McpOptions) -> str:
         return options.tool_description
     return (
         f"Ask an AI agent (onedoor backend {kernel.backend.name!r}) and get its final reply as text. "
-        "The agent may think and use its own tools before answering. Pass earlier turns in 'history' "
-        "to continue a conversation. Send a progress token to receive the reply while it is written "
-        "(each progress notification's message carries the next piece of text, or a tool call). "
-        "A failed run comes back with isError set."
+        "The agent may think and use its own tools before answering. To hold a conversation, call with "
+        "'new_thread': true, then pass the 'thread' id the result names in later calls (the server keeps "
+        "the turns); or pass earlier turns in 'history' yourself. Send a progress token to receive the reply "
+        "while it is written (each progress notification's message carries the next piece of text, or a tool "
+        "call). A failed run comes back with isError set."
     )
 
 
@@ -39,8 +40,9 @@ def instructions(kernel: Kernel, options: McpOptions) -> str:
         return options.instructions
     return (
         f"This server exposes one AI agent (backend {kernel.backend.name!r}) as the tool "
-        f"'{options.tool_name}'. Call it with a 'message'; it keeps no memory between calls, so pass "
-        "the earlier turns in 'history' to continue a conversation. Long replies stream as progress "
+        f"'{options.tool_name}'. Call it with a 'message'. A call alone keeps no memory: to continue a "
+        "conversation, start a stored thread with 'new_thread': true and pass the returned 'thread' id in "
+        "the next calls, or pass the earlier turns in 'history'. Long replies stream as progress "
         "notifications when you send a progress token, and a call can be cancelled."
     )
 

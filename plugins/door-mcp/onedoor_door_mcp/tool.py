@@ -9,15 +9,21 @@ The agent's questions (tool approvals, free-form questions) go to the client as
 elicitation within the call when it declared the capability (:mod:`.elicit`); the run
 waits meanwhile, so no progress goes out until the answer came. Otherwise the door's
 ``ask_fallback`` policy answers them.
+
+A call may run on a stored thread (``thread`` / ``new_thread``, :mod:`.threads`), owned
+by the caller's principal (the HTTP request's, else ``local``): the kernel reads the
+history from the thread and appends the call's turn; the result names the thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from onedoor.askers import Asker, PolicyAsker
+from onedoor.composition import ServeContext
 from onedoor.errors import RunRefused
 from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
 from onedoor.jsonrpc import INVALID_PARAMS
@@ -25,8 +31,18 @@ from onedoor.kernel import Kernel
 
 from .elicit import live_asker
 from .sdk import Outcome, Peer, Progress, ProtocolError, current_session
+from .threads import (
+    THREAD_PROPERTIES,
+    ThreadProblem,
+    check_thread_arguments,
+    forget_thread,
+    open_thread,
+    output_schema,
+    thread_note,
+)
 
 ROLES = ["user", "assistant", "system"]
+ARGUMENTS = {"message", "history", "thread", "new_thread"}
 META_KIND = "onedoor/event"  # key in a progress notification's _meta: text, tool_started, tool_finished
 
 
@@ -52,10 +68,21 @@ def input_schema() -> dict[str, Any]:
                     "required": ["role", "content"],
                 },
             },
+            **THREAD_PROPERTIES,
         },
         "required": ["message"],
         "additionalProperties": False,
     }
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    """The checked arguments of one call."""
+
+    message: str
+    history: list[dict[str, Any]]
+    thread: str | None = None  # continue this stored thread
+    new_thread: bool = False  # start a stored thread
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -92,18 +119,22 @@ class AskTool:
                 "title": "Ask the agent",
                 "description": self.description,
                 "inputSchema": input_schema(),
+                "outputSchema": output_schema(),
                 "annotations": {"title": "Ask the agent", "readOnlyHint": False, "openWorldHint": True},
             }
         ]
 
     @staticmethod
-    def check_arguments(arguments: Any) -> tuple[str, list[dict[str, Any]]]:
-        """(message, history) or ValueError with a message for the caller."""
+    def check_arguments(arguments: Any) -> AskRequest:
+        """The call's arguments, checked; ValueError with a message for the caller."""
         if not isinstance(arguments, dict):
             raise ValueError("arguments must be an object with a 'message' string")
-        unknown = sorted(set(arguments) - {"message", "history"})
+        unknown = sorted(set(arguments) - ARGUMENTS)
         if unknown:
-            raise ValueError(f"unknown argument(s): {', '.join(unknown)}; expected 'message' and optional 'history'")
+            raise ValueError(
+                f"unknown argument(s): {', '.join(unknown)}; expected 'message' and optional 'history', "
+                "'thread' or 'new_thread'"
+            )
         message = arguments.get("message")
         if not isinstance(message, str) or not message.strip():
             raise ValueError("'message' is required and must be a non-empty string")
@@ -117,7 +148,8 @@ class AskTool:
                 raise ValueError(
                     f"history[{index}] must be an object with 'role' ({', '.join(ROLES)}) and 'content' (a string)"
                 )
-        return message, history
+        thread, new_thread = check_thread_arguments(arguments)
+        return AskRequest(message, history, thread, new_thread)
 
     def asker_for(self, peer: Peer | None) -> Asker:
         """Elicitation for a client that declared it; the ``ask_fallback`` policy otherwise."""
@@ -129,21 +161,33 @@ class AskTool:
         if name != self.name:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}; this server offers {self.name!r}")
         try:
-            message, history = self.check_arguments(arguments if arguments is not None else {})
+            request = self.check_arguments(arguments if arguments is not None else {})
         except ValueError as exc:  # a tool execution error, so the calling model can correct itself
             return Outcome(f"Invalid arguments for {self.name!r}: {exc}", is_error=True)
         if self.closing:
             return Outcome("The session is closing; the call was not run.", is_error=True)
+        principal = ServeContext.principal_of(getattr(getattr(peer, "request", None), "scope", None))
+        thread = None
+        if request.thread is not None or request.new_thread:
+            try:
+                thread = await open_thread(self.kernel.store, principal, request.thread, request.new_thread)
+            except ThreadProblem as exc:
+                return Outcome(f"Cannot use the thread: {exc}", is_error=True)
         try:
-            run = self.kernel.run(message, history=history, door=self.door, asker=self.asker_for(peer))
+            run = self.kernel.run(
+                request.message, history=None if thread is not None else request.history, thread=thread,
+                principal=principal, door=self.door, asker=self.asker_for(peer),
+            )
         except RunRefused as exc:
+            if thread is not None and request.new_thread:
+                await forget_thread(self.kernel.store, principal, thread)
             hint = f" (retry after {exc.retry_after:g} s)" if exc.retry_after else ""
             return Outcome(f"The agent refused the request ({exc.reason}): {exc}{hint}", is_error=True)
         self.active.add(run)
         session = current_session()
         if session is not None:
             session.add(run.cancel)
-        consumer = asyncio.ensure_future(self._consume(run, progress))
+        consumer = asyncio.ensure_future(self._consume(run, progress, thread.id if thread is not None else None))
         gone = peer.gone if peer is not None else None
         watcher = asyncio.ensure_future(_cancel_when(gone, run)) if gone is not None else None
 
@@ -164,7 +208,15 @@ class AskTool:
             await _wait_shielded(consumer)
             raise
 
-    async def _consume(self, run: Any, progress: Progress | None) -> Outcome:
+    async def _consume(self, run: Any, progress: Progress | None, thread_id: str | None) -> Outcome:
+        outcome = await self._events(run, progress)
+        if thread_id is not None:  # the thread is named on every outcome, so the caller can go on
+            outcome.notes = (thread_note(thread_id),)
+            if outcome.structured is not None:
+                outcome.structured["thread"] = thread_id
+        return outcome
+
+    async def _events(self, run: Any, progress: Progress | None) -> Outcome:
         sending = progress is not None
         async with run:
             async for event in run:
@@ -188,7 +240,7 @@ class AskTool:
                 elif kind is RunFinished:
                     if event.stop_reason == STOP_CANCELLED:
                         return Outcome(f"The run was cancelled. Partial reply: {event.text}", is_error=True)
-                    return Outcome(event.text)
+                    return Outcome(event.text, structured={"reply": event.text})
                 elif kind is RunFailed:
                     return Outcome(f"The agent run failed: {event.error}", is_error=True)
         return Outcome("The agent run ended without a result.", is_error=True)

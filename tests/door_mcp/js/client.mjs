@@ -6,7 +6,9 @@
 // Scenarios: "ask" (list tools, one call with progress, one failing call), "cancel"
 // (abort a streaming call after its first progress notification, then call again) and
 // "elicit" (a client with the elicitation capability answers the agent's questions from a
-// script: approve, decline, cancel, an answer that is not a choice, a free-form answer).
+// script: approve, decline, cancel, an answer that is not a choice, a free-form answer) and
+// "thread" (start a stored thread, continue it, try an unknown one; the SDK checks each
+// result's structuredContent against the tool's outputSchema).
 // Prints one JSON object on stdout.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -92,10 +94,21 @@ async function elicit(client) {
   return { asked, results: texts };
 }
 
+async function thread(client) {
+  await client.listTools(); // the SDK validates results against the output schemas it listed
+  const started = await client.callTool({ name: "ask", arguments: { message: "hello from node", new_thread: true } });
+  const id = started.structuredContent?.thread;
+  const continued = await client.callTool({ name: "ask", arguments: { message: "node again", thread: id } });
+  const unknown = await client.callTool({ name: "ask", arguments: { message: "x", thread: "t-unknown" } });
+  const stateless = await client.callTool({ name: "ask", arguments: { message: "stateless" } });
+  const shown = (r) => ({ text: text(r), isError: r.isError ?? false, structured: r.structuredContent ?? null });
+  return { started: shown(started), continued: shown(continued), unknown: shown(unknown), stateless: shown(stateless) };
+}
+
 const capabilities = scenario === "elicit" ? { elicitation: { form: {} } } : {};
 const client = new Client({ name: "onedoor-node-test", version: "1.0.0" }, { capabilities });
 const transport = transportFor();
-const scenarios = { ask, cancel, elicit };
+const scenarios = { ask, cancel, elicit, thread };
 if (!scenarios[scenario]) throw new Error(`unknown scenario ${scenario}`);
 await client.connect(transport);
 const out = await scenarios[scenario](client);

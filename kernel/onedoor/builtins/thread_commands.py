@@ -1,0 +1,134 @@
+"""`onedoor threads ls|show|rm`: the local user's stored threads, in the terminal.
+
+The threads are the kernel's thread store's (the default: the SQLite file
+``$ONEDOOR_DATA_DIR/threads.sqlite3``; ``-o sqlite.path=FILE``, or ``store = …`` and
+``[options.STORE]`` in onedoor.toml), owned by the principal ``local``: the terminal's,
+and every door's on a server without tokens. Text that came from other doors is shown
+without control characters (:func:`onedoor.builtins.console.printable`).
+
+Each command returns its exit code: 0, 1 when a thread named is not there (one line on
+stderr each), 2 for an id that cannot be a thread id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Awaitable, Callable, TextIO
+
+from ..composition import LOCAL_PRINCIPAL
+from ..errors import OnedoorError
+from ..threads import Thread, ThreadError, check_thread_id
+from .console import printable, shorten
+
+NOT_FOUND = 1
+BAD_ID = 2
+
+
+def when(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def open_store(options: list[str], config: Path | None) -> Any:
+    """The configured thread store (the same as `onedoor serve` would use)."""
+    from ..serve import kernel_for
+
+    store = kernel_for(None, options, config, store=True).store
+    if store is None:
+        raise OnedoorError("no thread store is configured (store = \"none\"), so there are no threads")
+    return store
+
+
+def with_store(options: list[str], config: Path | None, work: Callable[[Any], Awaitable[int]]) -> int:
+    """Run ``work(store)`` on the configured store, and close the store."""
+    store = open_store(options, config)
+
+    async def main() -> int:
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(main())
+
+
+def _checked(thread_id: str, err: TextIO) -> str | None:
+    try:
+        return check_thread_id(thread_id)
+    except ThreadError as exc:
+        print(f"onedoor: error: {exc}", file=err)
+        return None
+
+
+def _missing(thread_id: str, err: TextIO) -> int:
+    print(f"onedoor: error: no thread {thread_id!r}; `onedoor threads ls` lists yours", file=err)
+    return NOT_FOUND
+
+
+async def list_threads(store: Any, *, limit: int, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    summaries = await store.list(LOCAL_PRINCIPAL, limit=limit)
+    if as_json:
+        print(json.dumps([asdict(s) for s in summaries], indent=2), file=out)
+        return 0
+    if not summaries:
+        print("no threads yet: `onedoor chat --thread new` starts one", file=err)
+        return 0
+    width = max(len(s.id) for s in summaries)
+    print(f"{'ID':<{width}}  {'UPDATED':<16}  {'MESSAGES':>8}  TITLE", file=out)
+    for s in summaries:
+        title = shorten(printable(s.title), 60) if s.title else "(untitled)"
+        print(f"{s.id:<{width}}  {when(s.updated_at):<16}  {s.message_count:>8}  {title}", file=out)
+    return 0
+
+
+def thread_json(thread: Thread) -> dict[str, Any]:
+    return {
+        "id": thread.id, "title": thread.title, "settings": thread.settings, "version": thread.version,
+        "created_at": thread.created_at, "updated_at": thread.updated_at,
+        "messages": [m.to_dict() for m in thread.messages],
+    }
+
+
+def show_lines(thread: Thread) -> list[str]:
+    """A thread as a person reads it: a header, then each message by its role."""
+    lines = [f"thread {thread.id}" + (f"  {printable(thread.title)}" if thread.title else ""),
+             f"created {when(thread.created_at)}, updated {when(thread.updated_at)}, {len(thread.messages)} messages", ""]
+    for message in thread.messages:
+        if message.role == "tool":
+            lines.append(f"  [tool result] {shorten(printable(message.content))}")
+            continue
+        if message.content:
+            lines.append(f"{message.role}: {printable(message.content)}")
+        for call in message.tool_calls:
+            lines.append(f"  [tool {printable(call.name)} {shorten(printable(json.dumps(call.arguments, ensure_ascii=False)))}]")
+    return lines
+
+
+async def show_thread(store: Any, thread_id: str, *, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    if _checked(thread_id, err) is None:
+        return BAD_ID
+    thread = await store.get(LOCAL_PRINCIPAL, thread_id)
+    if thread is None:
+        return _missing(thread_id, err)
+    if as_json:
+        print(json.dumps(thread_json(thread), indent=2, ensure_ascii=False), file=out)
+    else:
+        print("\n".join(show_lines(thread)), file=out)
+    return 0
+
+
+async def remove_threads(store: Any, thread_ids: list[str], *, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Delete each thread named; the worst exit code of them (every id is tried)."""
+    code = 0
+    for thread_id in thread_ids:
+        if _checked(thread_id, err) is None:
+            code = max(code, BAD_ID)
+        elif await store.delete(LOCAL_PRINCIPAL, thread_id):
+            print(f"deleted {thread_id}", file=out)
+        else:
+            code = max(code, _missing(thread_id, err))
+    return code
