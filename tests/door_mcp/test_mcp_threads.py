@@ -162,3 +162,25 @@ async def test_concurrent_calls_on_one_thread_lose_no_turn(tmp_path: Path, sdk: 
     assert not any(sdk.error(r) for r in results), [sdk.text(r) for r in results]
     users = [c for r, c in await stored(db, "local", thread_id) if r == "user"]
     assert users[0] == "first" and sorted(users[1:]) == ["left", "right"]
+
+
+async def test_a_session_is_used_only_by_the_principal_that_opened_it(two_principals: Any) -> None:
+    import httpx
+
+    server, _db = two_principals
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        opened = await client.post(server.url, json=init, headers={**accept, "authorization": f"Bearer {ALICE}"})
+        assert opened.status_code == 200
+        session = opened.headers["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        for token, status in ((BOB, 404), (ALICE, 200)):
+            reply = await client.post(server.url, json=ping, headers={
+                **accept, "authorization": f"Bearer {token}", "mcp-session-id": session,
+                "mcp-protocol-version": "2025-06-18"})
+            assert reply.status_code == status, (token[:5], reply.text)
+        refused = await client.post(server.url, json=ping, headers={
+            **accept, "authorization": f"Bearer {BOB}", "mcp-session-id": session})
+        assert refused.json()["error"]["message"] == "Session not found"

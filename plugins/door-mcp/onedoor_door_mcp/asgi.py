@@ -18,6 +18,7 @@ loopback names and the listed hosts.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
@@ -80,6 +81,7 @@ class McpApp:
         self.hosts = hosts
         self.origins = origins
         self.protect = protect
+        self.owners = SessionOwners()
 
     def lifespan(self) -> Any:
         """The async context manager the parent app enters at start-up (once)."""
@@ -92,6 +94,12 @@ class McpApp:
             return
         if kind != "http":
             return
+        principal = ServeContext.principal_of(scope)
+        session = _header(scope, b"mcp-session-id")
+        if session is not None and not self.owners.allows(session, principal):
+            await _unknown_session(send)  # another principal's session looks like no session
+            return
+        send = self.owners.noting(principal, send)
         if scope.get("method") != "POST":
             await self.manager.handle_request(scope, receive, send)
             return
@@ -119,6 +127,47 @@ class McpApp:
             while (await receive())["type"] != "lifespan.shutdown":
                 pass
         await send({"type": "lifespan.shutdown.complete"})
+
+
+class SessionOwners:
+    """Which principal opened each MCP session: a session is used only by its principal
+    (its id travels in a header, and the token decides who is asking)."""
+
+    LIMIT = 100_000  # sessions remembered; the oldest are forgotten first
+
+    def __init__(self) -> None:
+        self._owners: OrderedDict[str, str] = OrderedDict()
+
+    def allows(self, session: str, principal: str) -> bool:
+        return self._owners.get(session, principal) == principal
+
+    def noting(self, principal: str, send: Any) -> Any:
+        """``send`` that records the principal of a session the SDK creates."""
+
+        async def sending(message: dict[str, Any]) -> None:
+            if message.get("type") == "http.response.start":
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"mcp-session-id":
+                        self._owners[value.decode("latin-1")] = principal
+                        while len(self._owners) > self.LIMIT:
+                            self._owners.popitem(last=False)
+            await send(message)
+
+        return sending
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _unknown_session(send: Any) -> None:
+    body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}'
+    await send({"type": "http.response.start", "status": 404,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def make_app(ctx: ServeContext, options: McpOptions | None = None, door: str = "mcp") -> McpApp:
