@@ -72,5 +72,6 @@ def test_schemathesis_finds_no_server_errors(tmp_path):
         Path(artifacts, "schemathesis-rest.txt").write_text(output)
     assert result.returncode == 0, output[-6000:]
     assert "No issues found" in output, output[-3000:]
-    # /, /chat, /chat/stream, /runs/{run_id}/answers, .../answers/stream, /runs/{run_id}/questions
-    assert "Selected: 6/6" in output and "Tested: 6" in output
+    # /, /chat, /chat/stream, /runs/{run_id}/answers, .../answers/stream, /runs/{run_id}/questions,
+    # /runs/{run_id}/events, and the threads: create, list, get, delete, chat, chat/stream
+    assert "Selected: 13/13" in output and "Tested: 13" in output

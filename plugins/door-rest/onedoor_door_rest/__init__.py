@@ -4,7 +4,11 @@
 the run's tool calls; ``/chat/stream`` answers Server-Sent Events, one core event per
 SSE event. A run that needs a person's answer (a tool approval, a question) ends its
 response with the question (``status: needs_input`` / a ``question_asked`` event) and
-waits, parked, for ``POST /runs/{run_id}/answers`` (or ``.../answers/stream``). Typed request/response models and OpenAPI docs come from FastAPI. Errors
+waits, parked, for ``POST /runs/{run_id}/answers`` (or ``.../answers/stream``).
+``/threads`` keeps conversations for the caller (the kernel's thread store):
+``POST /threads/{id}/chat`` continues one without sending history. Every SSE event
+carries its journal cursor, and ``GET /runs/{run_id}/events`` with ``Last-Event-ID``
+picks a dropped stream up again. Typed request/response models and OpenAPI docs come from FastAPI. Errors
 are JSON ``{"error": code, "detail": message}``, the HTTP transport's shape; the
 transport also guards every request (Host, Origin, token, content type, JSON) before
 this door sees it, and streams its SSE.
@@ -39,6 +43,11 @@ class RestOptions:
         metadata={"help": "seconds a suspended run waits for its answers before it ends cancelled "
                   "(0: the kernel's limits.question_ttl)"},
     )
+    on_disconnect: Literal["cancel", "finish"] = field(
+        default="cancel",
+        metadata={"help": "what a client going away does to its run: cancel it, or let it finish into its "
+                  "thread (a streamed run's client may reconnect to GET <prefix>/runs/{run_id}/events)"},
+    )
 
     def __post_init__(self) -> None:
         if not self.prefix.startswith("/") or self.prefix.rstrip("/") == "":
@@ -48,6 +57,8 @@ class RestOptions:
             raise ValueError("keepalive must be more than 0 seconds")
         if self.ask_fallback not in ("deny", "allow", "fail"):
             raise ValueError(f"ask_fallback must be deny, allow or fail, got {self.ask_fallback!r}")
+        if self.on_disconnect not in ("cancel", "finish"):
+            raise ValueError(f"on_disconnect must be cancel or finish, got {self.on_disconnect!r}")
         if not self.question_ttl >= 0:
             raise ValueError("question_ttl must be 0 (the kernel's default) or more seconds")
 

@@ -8,7 +8,13 @@ Routes (under the door's prefix, ``/rest`` by default)::
     POST /runs/{run_id}/answers          answer a suspended run's questions; JSON like /chat
     POST /runs/{run_id}/answers/stream   the same, answered with Server-Sent Events
     GET  /runs/{run_id}/questions        the questions a suspended run waits for
+    GET  /runs/{run_id}/events           a run's events again, after Last-Event-ID (events_route.py)
+    POST/GET /threads, GET/DELETE /threads/{thread_id}, POST /threads/{thread_id}/chat[/stream]
+                                         stored conversations of the caller (thread_routes.py)
     GET  /openapi.json  the OpenAPI document;  GET /docs  its Swagger UI page
+
+Every SSE event carries ``id: <cursor>`` (the run's journal, resumable.py); what a client
+going away does is the ``on_disconnect`` option (cancel the run, or let it finish).
 
 A run that asks (a tool approval, a question) ends its response with the question:
 ``/chat`` answers 200 with ``status: "needs_input"``, ``questions`` and ``resume_url``;
@@ -25,11 +31,15 @@ HTTP transport's shape, :mod:`onedoor_transport_http.errors`):
 403    forbidden_origin        sent by a page of another site (transport)
 404    not_found               no such route
 404    unknown_question        (answers) no open question of that id for that run
+404    unknown_thread          no thread of that id for the caller (another's alike)
+404    unknown_run             (events) no run of that id for the caller, or forgotten
+409    cursor_expired          (events) the events after that cursor are no longer kept
 405    method_not_allowed
 409    already_answered        (answers) the question has its answer already
 410    question_expired        (answers) the question expired; its run ended cancelled
 413    too_large               request body over the transport's cap (transport), or
                                message + history over the kernel's limit (its refusal)
+413    thread_too_large        the message would take the thread past the store's limit
 415    unsupported_media_type  POST without ``Content-Type: application/json`` (transport)
 421    misdirected_request     a ``Host`` this server does not answer to (transport)
 422    invalid_request         wrong types, unknown fields, empty message, bad history
@@ -37,6 +47,7 @@ HTTP transport's shape, :mod:`onedoor_transport_http.errors`):
 422    invalid_answer          (answers) an outcome or value that does not fit the question
 429    busy                    too many runs at once; ``Retry-After`` says when to retry
 502    run_failed              ``/chat``: the backend failed (the stream sends run_failed)
+501    no_threads              thread calls on a server started with ``--store none``
 503    cancelled               ``/chat``: the run was cancelled (server shutting down)
 =====  ======================  ====================================================
 """
@@ -74,7 +85,8 @@ from .models import (
     ToolCallRecord,
     chat_request_model,
 )
-from .sse import EventStreamResponse, cancel_on_disconnect, response_encoder
+from .resumable import FollowedRun, journal_encoder
+from .sse import EventStreamResponse, cancel_on_disconnect
 
 
 def error_response(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> Any:
@@ -121,6 +133,12 @@ def describe_validation(errors: list[dict]) -> tuple[int, str, str]:
             parts.append("the request body is required" if where == "body" else f"{where!r} is required")
         elif kind == "string_too_short" and where == "message":
             parts.append("the message is empty")
+        elif kind == "string_pattern_mismatch" and where.split(".")[-1] in ("thread_id", "before"):
+            parts.append(f"{where}: not a thread id (1-128 letters, digits or -_.:)")
+        elif kind == "string_pattern_mismatch" and where.split(".")[-1] in ("after", "Last-Event-ID"):
+            parts.append(f"{where}: not a cursor (RUN_ID:EPOCH:SEQ, the id of an event)")
+        elif kind == "string_pattern_mismatch" and where == "message":
+            parts.append("the message is empty (only whitespace)")
         elif kind == "string_too_long" and where == "message":
             code = "too_large"  # the schema's maxLength (the kernel's limit): 422 like any schema error
             parts.append(f"the message is over the limit of {(err.get('ctx') or {}).get('max_length')} characters")
@@ -176,6 +194,8 @@ SSE_EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["event", "data"],
     "properties": {
+        "id": {"type": "string", "description": "the event's cursor, RUN_ID:EPOCH:SEQ: send it back as "
+               "Last-Event-ID to GET /runs/{run_id}/events to get the events after it"},
         "event": {"type": "string", "enum": EVENT_NAMES},
         "data": {
             "type": "string",
@@ -206,7 +226,12 @@ def build_app(ctx: ServeContext, options: RestOptions) -> Any:
         "waits until the questions' `expires_at`. Continue it with `POST /runs/{run_id}/answers` (JSON reply) or "
         "`POST /runs/{run_id}/answers/stream` (events), body `{\"answers\": [{\"question_id\": \"…\", "
         "\"outcome\": \"allow_once\"}]}`; an input question is answered `{\"outcome\": \"accept\", "
-        "\"value\": {…}}`.",
+        "\"value\": {…}}`.\n\n"
+        "**Threads.** `POST /threads` starts a conversation the server keeps (per caller: another token's "
+        "threads answer 404); `POST /threads/{thread_id}/chat` (or `/chat/stream`) sends a message on it "
+        "without a history, and the turn is kept; `GET /threads`, `GET /threads/{thread_id}` and `DELETE` list, "
+        "read and delete. **Resumable streams.** Every event carries `id: <cursor>`; after a dropped connection, "
+        "`GET /runs/{run_id}/events` with `Last-Event-ID` (or `?after=`) sends every later event exactly once.",
         docs_url=None,
         redoc_url=None,
         openapi_url="/openapi.json" if options.docs else None,
@@ -233,9 +258,12 @@ def _add_error_handlers(app: Any) -> None:
     async def on_http(request: Request, exc: HTTPException) -> Any:
         code = STATUS_CODES.get(exc.status_code, "error")
         detail = exc.detail if isinstance(exc.detail, str) else code
+        headers = dict(exc.headers or {})
         if exc.status_code == 404:
             detail = f"no route for {request.url.path}"
-        return error_response(exc.status_code, code, detail, dict(exc.headers or {}))
+        if exc.status_code == 405:  # every method of the path, not only those of the first route that matched it
+            headers["Allow"] = ", ".join(allowed_methods(app, request.scope)) or headers.get("Allow", "")
+        return error_response(exc.status_code, code, detail, headers)
 
     @app.exception_handler(RunRefused)
     async def on_refused(request: Request, exc: RunRefused) -> Any:
@@ -249,6 +277,18 @@ def _add_error_handlers(app: Any) -> None:
     async def on_error(request: Request, exc: Exception) -> Any:
         # Starlette re-raises after this answer, so uvicorn logs the traceback server-side.
         return error_response(500, "internal", "internal error; see the server log")
+
+
+def allowed_methods(app: Any, scope: Any) -> list[str]:
+    """The methods some route of ``app`` answers for the path of ``scope``."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 class _Reply:
@@ -285,7 +325,7 @@ class _Reply:
         elif kind is QuestionAnswered:
             self.answers.append(event.answer.to_dict())
 
-    def response(self, outcome: Any, resume_url: str) -> Any:
+    def response(self, outcome: Any, resume_url: str, thread_id: str | None = None) -> Any:
         if isinstance(outcome, RunFailed):
             return error_response(502, "run_failed", outcome.error)
         assert isinstance(outcome, RunFinished)
@@ -303,10 +343,9 @@ class _Reply:
             body.update(status="needs_input", questions=self.questions, resume_url=resume_url)
         if self.answers:
             body["answers"] = self.answers
+        if thread_id is not None:
+            body["thread_id"] = thread_id
         return json_response(body)
-
-
-PRINCIPAL = "local"  # who resumes runs; per-token principals come later
 
 
 class _Runs:
@@ -318,28 +357,36 @@ class _Runs:
         self.asker = SuspendAsker(ttl=options.question_ttl or None, fallback=options.ask_fallback)
         self.ledger = QuestionLedger()
 
-    def start(self, body: Any) -> ResponseRun:
+    def start(self, body: Any, principal: str) -> ResponseRun:
         history = [m.to_kernel() for m in body.history]
-        run = self.kernel.run(body.message, history=history, door="rest", asker=self.asker, principal=PRINCIPAL)
+        run = self.kernel.run(body.message, history=history, door="rest", asker=self.asker, principal=principal)
         return ResponseRun(run)
 
-    def resume(self, run_id: str, body: AnswersRequest) -> tuple[ResponseRun, dict[str, tuple[str, Any]]]:
+    def start_on_thread(self, message: str, thread: Any, principal: str) -> ResponseRun:
+        """A turn on a stored thread: the kernel reads its history and keeps the turn in it."""
+        run = self.kernel.run(message, thread=thread, door="rest", asker=self.asker, principal=principal)
+        return ResponseRun(run)
+
+    def resume(
+        self, run_id: str, body: AnswersRequest, principal: str
+    ) -> tuple[ResponseRun, dict[str, tuple[str, Any]]]:
         """The run's next response, after the answers, and the tool calls being approved;
         QuestionError (nothing answered) if an answer names a question that is not this
-        run's, or the kernel refuses the answers."""
-        waiting = self.waiting(run_id)
+        run's (or the run is another principal's), or the kernel refuses the answers."""
+        waiting = self.waiting(run_id, principal)
         self.ledger.check(run_id, [a.question_id for a in body.answers], {q.id for q in waiting})
         calls = {q.tool.id: (q.tool.name, q.tool.arguments) for q in waiting if q.tool is not None}
         answers = [Answer(a.question_id, a.outcome, a.value) for a in body.answers]
-        return ResponseRun(self.kernel.resume(answers, principal=PRINCIPAL, door="rest")), calls
+        return ResponseRun(self.kernel.resume(answers, principal=principal, door="rest")), calls
 
-    def waiting(self, run_id: str) -> list[Any]:
-        """The open questions of a suspended run."""
-        return list(self.kernel.open_questions(run_id, principal=PRINCIPAL))
+    def waiting(self, run_id: str, principal: str) -> list[Any]:
+        """The open questions of a suspended run of ``principal``."""
+        return list(self.kernel.open_questions(run_id, principal=principal))
 
     async def reply_json(self, run: ResponseRun, request: Any, known_calls: dict[str, tuple[str, Any]] | None = None) -> Any:
-        """Read this response of the run to its end and answer JSON."""
-        watcher = asyncio.get_running_loop().create_task(cancel_on_disconnect(request.receive, run))
+        """Read this response of the run to its end and answer JSON (with on_disconnect
+        "finish", a client going away does not stop the run: it ends into its thread)."""
+        watcher = asyncio.get_running_loop().create_task(self._watch(request, run))
         reply = _Reply(known_calls)
         event: Any = None
         try:
@@ -356,10 +403,26 @@ class _Runs:
             watcher.cancel()
         # a suspended response's ending is its last event (the run itself has no outcome yet)
         outcome = event if type(event) in (RunFinished, RunFailed) else run.outcome
-        return reply.response(outcome, resume_url(request, run.run_id))
+        thread = getattr(run.run, "thread", None)
+        return reply.response(outcome, resume_url(request, run.run_id), thread.id if thread is not None else None)
+
+    async def _watch(self, request: Any, run: ResponseRun) -> None:
+        if self.options.on_disconnect == "cancel":
+            await cancel_on_disconnect(request.receive, run)
 
     def reply_stream(self, run: ResponseRun) -> Any:
-        return EventStreamResponse(run, keepalive=self.options.keepalive, encode=response_encoder(run, self.ledger))
+        """The run as SSE, journaled: every event carries its cursor, and a client that lost
+        the stream can pick it up again at GET /runs/{run_id}/events."""
+        journal = self.kernel.journals.start(run.run, on_disconnect=self.options.on_disconnect)
+        # a resumed run goes on in the journal of its first response: this one sends what comes next
+        # (the kernel's task has not run yet, so last_seq is where the earlier responses ended)
+        return self.follow_stream(FollowedRun(journal, after=journal.last_seq))
+
+    def follow_stream(self, followed: FollowedRun) -> Any:
+        return EventStreamResponse(
+            followed, keepalive=self.options.keepalive, encode=journal_encoder(followed.journal, self.ledger),
+            close=followed.close,
+        )
 
 
 def resume_url(request: Any, run_id: str) -> str:
@@ -399,6 +462,8 @@ def _add_routes(app: Any, ctx: ServeContext, options: RestOptions) -> None:
             "chat": base + "/chat",
             "stream": base + "/chat/stream",
             "answers": base + "/runs/{run_id}/answers",
+            "threads": base + "/threads",
+            "keeps_threads": kernel.store is not None,
         }
         if options.docs:
             out.update(openapi=base + "/openapi.json", docs=base + "/docs")
@@ -412,7 +477,7 @@ def _add_routes(app: Any, ctx: ServeContext, options: RestOptions) -> None:
         responses={200: {"links": _links("questions", "answer", "answer_stream")}, **_ERRORS, **_RUN_ERRORS},
     )
     async def chat(body: ChatRequest, request: Request) -> Any:  # type: ignore[valid-type]
-        return await runs.reply_json(runs.start(body), request)
+        return await runs.reply_json(runs.start(body, ctx.principal_of(request.scope)), request)
 
     @app.post(
         "/chat/stream",
@@ -427,13 +492,18 @@ def _add_routes(app: Any, ctx: ServeContext, options: RestOptions) -> None:
             _ERRORS,
         ),
     )
-    async def chat_stream(body: ChatRequest) -> Any:  # type: ignore[valid-type]
-        return runs.reply_stream(runs.start(body))
+    async def chat_stream(body: ChatRequest, request: Request) -> Any:  # type: ignore[valid-type]
+        return runs.reply_stream(runs.start(body, ctx.principal_of(request.scope)))
 
-    _add_resume_routes(app, runs)
+    _add_resume_routes(app, runs, ctx)
+    from .events_route import add_events_route
+    from .thread_routes import add_thread_routes
+
+    add_thread_routes(app, ctx, runs)
+    add_events_route(app, ctx, runs)
 
 
-def _add_resume_routes(app: Any, runs: _Runs) -> None:
+def _add_resume_routes(app: Any, runs: _Runs, ctx: ServeContext) -> None:
     """The calls that continue a suspended run, and the one that shows what it waits for."""
     from fastapi import Path, Request
 
@@ -447,7 +517,7 @@ def _add_resume_routes(app: Any, runs: _Runs) -> None:
         responses={200: {"links": _links("questions", "answer", "answer_stream")}, **_RESUME_ERRORS, **_RUN_ERRORS},
     )
     async def answer(body: AnswersRequest, request: Request, run_id: str = run_id_path) -> Any:
-        run, calls = runs.resume(run_id, body)
+        run, calls = runs.resume(run_id, body, ctx.principal_of(request.scope))
         return await runs.reply_json(run, request, calls)
 
     @app.post(
@@ -462,8 +532,8 @@ def _add_resume_routes(app: Any, runs: _Runs) -> None:
             _RESUME_ERRORS,
         ),
     )
-    async def answer_stream(body: AnswersRequest, run_id: str = run_id_path) -> Any:
-        run, _ = runs.resume(run_id, body)
+    async def answer_stream(body: AnswersRequest, request: Request, run_id: str = run_id_path) -> Any:
+        run, _ = runs.resume(run_id, body, ctx.principal_of(request.scope))
         return runs.reply_stream(run)
 
     @app.get(
@@ -479,7 +549,7 @@ def _add_resume_routes(app: Any, runs: _Runs) -> None:
         },
     )
     async def questions(request: Request, run_id: str = run_id_path) -> Any:
-        waiting = runs.waiting(run_id)
+        waiting = runs.waiting(run_id, ctx.principal_of(request.scope))
         if not waiting:
             return error_response(404, "unknown_question", f"run {run_id!r} is not waiting for answers")
         return json_response(

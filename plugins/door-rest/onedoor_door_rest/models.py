@@ -156,6 +156,9 @@ class ChatResponse(BaseModel):
         default=None, description="answers questions got during this response (absent when none)"
     )
     resume_url: Optional[str] = Field(default=None, description="needs_input: where to POST the answers")
+    thread_id: Optional[str] = Field(
+        default=None, description="a turn on a thread: the thread it was kept in (absent for a stateless /chat)"
+    )
 
 
 class ErrorBody(BaseModel):

@@ -48,8 +48,8 @@ class EventStreamResponse(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, run: Any = None, keepalive: float = 15.0, encode: Any = None) -> None:
-        self.stream = EventStream(run, encode or encode_event, keepalive=keepalive)
+    def __init__(self, run: Any = None, keepalive: float = 15.0, encode: Any = None, close: Any = None) -> None:
+        self.stream = EventStream(run, encode or encode_event, keepalive=keepalive, close=close)
         self.status_code = 200
         self.background = None
         self.raw_headers = list(SSE_HEADERS)
