@@ -30,6 +30,13 @@ class AguiOptions:
     coalesce: bool = field(
         default=True, metadata={"help": "send the frames that are ready together in one write (off: one write per event)"}
     )
+    on_disconnect: Literal["cancel", "finish"] = field(
+        default="cancel",
+        metadata={
+            "help": "a client that goes away mid-run: cancel the run, or let it finish (into its thread; "
+            "GET PREFIX/runs/ID/events follows it again). The chat page asks finish for its runs on stored threads"
+        },
+    )
     ask_fallback: Literal["deny", "allow", "fail"] = field(
         default="deny",
         metadata={
@@ -72,7 +79,9 @@ class AguiDoor:
         from .app import AguiApp
 
         options = ctx.options_for(self.name) or AguiOptions()
-        app = AguiApp(ctx.kernel, options, door_name=self.name, page=chat_page() if options.page else None)
+        app = AguiApp(
+            ctx.kernel, options, door_name=self.name, page=chat_page() if options.page else None, principal_of=ctx.principal_of
+        )
         base = options.prefix + "/"
         links = [("chat page", base), ("AG-UI endpoint (POST)", base)] if options.page else [("AG-UI endpoint (POST)", base)]
         return AsgiMount(app=app, prefix=options.prefix, links=links)

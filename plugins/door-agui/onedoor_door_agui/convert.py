@@ -18,7 +18,11 @@ from onedoor.wire import WireError, decode_json
 
 CONTINUE_PROMPT = ""  # a continuation: the kernel takes an empty message after tool results
 MAX_RESUME_ENTRIES = 64  # one resume answers the interrupts of one run; more is not a real client
+PAST_ROLES = ("assistant", "reasoning", "activity")  # what marks the end of what a thread already has
 KNOWN_ROLES = ("user", "assistant", "tool", "system", "developer", "reasoning", "activity")
+
+
+NO_USER_MESSAGE = "the messages contain no user message: nothing to answer"
 
 
 class InputError(ValueError):
@@ -36,6 +40,10 @@ class RunRequest:
     forwarded_props: Any = None
     state: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
+    new: list[Message] = field(default_factory=list)  # new user/tool messages before the prompt (threads)
+    new_messages: list[dict[str, Any]] = field(default_factory=list)  # the new part, as sent (snapshots)
+    nothing_new: bool = False  # the input ends with an assistant message: nothing to add to a thread
+    has_user: bool = True  # False: only tool results, which continue a stored thread (refused without one)
 
     @property
     def wants_snapshot(self) -> bool:
@@ -143,9 +151,10 @@ def build_request(data: dict[str, Any]) -> RunRequest:
     except ValidationError as exc:
         raise InputError(_describe(exc)) from None
     messages = list(parsed.messages)
-    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
-    if last_user is None:
-        raise InputError("the messages contain no user message: nothing to answer")
+    found = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if found is None and not (messages and messages[-1].role == "tool"):
+        raise InputError(NO_USER_MESSAGE)
+    last_user = -1 if found is None else found  # none: tool results alone, continuing a stored thread
     tail = messages[last_user + 1 :]
     continuation = bool(tail) and tail[-1].role == "tool"
     if continuation:
@@ -155,6 +164,9 @@ def build_request(data: dict[str, Any]) -> RunRequest:
         if not prompt.strip():
             raise InputError("the last user message has no text")
     history = [m for m in (to_core(x) for x in history_source) if m is not None]
+    boundary = 1 + max((i for i, m in enumerate(messages) if m.role in PAST_ROLES), default=-1)
+    new_end = len(messages) if continuation else last_user
+    new = [m for m in (to_core(x) for x in messages[boundary:new_end] if x.role in ("user", "tool")) if m is not None]
     seen: set[str] = set()
     tools = []
     for tool in parsed.tools or ():
@@ -173,6 +185,10 @@ def build_request(data: dict[str, Any]) -> RunRequest:
         forwarded_props=parsed.forwarded_props,
         state=parsed.state,
         extras={"thread_id": parsed.thread_id, "state": parsed.state, "forwarded_props": parsed.forwarded_props},
+        new=new,
+        new_messages=[m.model_dump(by_alias=True, mode="json") for m in messages[boundary:]],
+        nothing_new=not continuation and last_user < boundary,
+        has_user=found is not None,
     )
 
 

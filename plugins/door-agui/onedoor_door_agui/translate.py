@@ -100,6 +100,10 @@ class Translator:
     build a MESSAGES_SNAPSHOT (the input's messages plus this run's). A resumed run gets
     ``parent_run_id`` (the interrupted AG-UI run) and ``carried``: the tool calls that
     run left open, ``{call_id: (name, parent_message_id)}`` (see :meth:`open_calls`).
+    ``snapshot_ids`` (a stored thread's runs): the snapshot numbers this run's messages
+    after the input's (``h5``, ``h6``…) instead of using their streamed ids, so that a
+    client that merges snapshots by id (the official one keeps the messages it knows in
+    place and appends the others) ends with the thread in its order.
     """
 
     def __init__(
@@ -112,8 +116,10 @@ class Translator:
         input_messages: Iterable[dict[str, Any]] = (),
         parent_run_id: str | None = None,
         carried: dict[str, tuple[str, str]] | None = None,
+        snapshot_ids: str | None = None,
     ) -> None:
         self.thread_id = thread_id
+        self.snapshot_ids = snapshot_ids  # renumber this run's messages in a snapshot: f"{snapshot_ids}{position}"
         self.run_id = run_id
         self.parent_run_id = parent_run_id
         self.carried = dict(carried or {})  # open calls of the interrupted run: id -> (name, parent)
@@ -349,6 +355,8 @@ class Translator:
             parts = self._parts.get(message["id"])
             if parts is not None:
                 copy["content"] = "".join(parts)
+            if self.snapshot_ids is not None:
+                copy["id"] = f"{self.snapshot_ids}{len(messages)}"
             messages.append(copy)
         return {"type": "MESSAGES_SNAPSHOT", "messages": messages}
 

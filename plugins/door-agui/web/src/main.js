@@ -5,6 +5,12 @@
 // Interrupts (AG-UI 1.0): a run that ends asking for approval shows an approval card, one
 // that asks a question shows a form built from its responseSchema; the answer resumes the
 // run and the reply streams on below. Everything the server sends is shown as text.
+// Threads (when the server keeps them): a list to switch, start and delete conversations;
+// the open thread's id lives in the URL hash and localStorage, so a reload restores it from
+// the server (its messages, MESSAGES_SNAPSHOT-shaped) and reattaches to a reply that is
+// still being written (GET runs/{id}/events replays it from its start). The page's runs ask
+// the server to finish a reply whose page went away (forwardedProps.onDisconnect) and send
+// only what is new since the last assistant message: the server keeps the rest.
 import { HttpAgent, buildResumeArray, isInterruptExpired } from "@ag-ui/client";
 
 // Opened with ?token=…, the server answered with an HttpOnly, SameSite=Strict cookie that
@@ -17,7 +23,34 @@ if (params.has("token")) {
 }
 const endpoint = location.pathname.endsWith("/") ? location.pathname : location.pathname + "/";
 const headers = {};
-const agent = new HttpAgent({ url: endpoint, headers });
+const STORAGE_KEY = "onedoor.agui.thread";
+const PAST_ROLES = new Set(["assistant", "reasoning", "activity"]);
+let threadsOn = false; // the server keeps threads (GET threads answered)
+
+// Sends only the new part of the conversation on a stored thread (not for a resume: the
+// door's snapshot of a resumed run is built from the messages it gets).
+class ThreadAgent extends HttpAgent {
+  prepareRunAgentInput(parameters) {
+    const input = super.prepareRunAgentInput(parameters);
+    if (threadsOn && input.resume === undefined) {
+      let last = -1;
+      input.messages.forEach((m, i) => {
+        if (PAST_ROLES.has(m.role)) last = i;
+      });
+      input.messages = input.messages.slice(last + 1);
+    }
+    return input;
+  }
+}
+
+// Follows a run that is still going (after a reload): the same events, by GET.
+class FollowAgent extends HttpAgent {
+  requestInit() {
+    return { method: "GET", headers: { ...this.headers, Accept: "text/event-stream" }, signal: this.abortController.signal };
+  }
+}
+
+const agent = new ThreadAgent({ url: endpoint, headers });
 
 const $ = (id) => document.getElementById(id);
 const log = $("log");
@@ -73,8 +106,8 @@ let activeRunId = null;
 
 // One run of the agent (resuming interrupts when `resume` is given); returns the pending
 // frontend tool calls and the interrupts the run ended with.
-async function runOnce(view, resume) {
-  const runId = newId();
+async function runOnce(view, resume, follow) {
+  const runId = follow?.runId ?? newId();
   view.runId = activeRunId = runId;
   setState("running", "thinking…");
   const texts = new Map();
@@ -156,7 +189,12 @@ async function runOnce(view, resume) {
     },
   };
   try {
-    await agent.runAgent({ runId, tools: TOOLS, ...(resume ? { resume } : {}) }, subscriber);
+    if (follow) {
+      await follow.agent.runAgent({ runId }, subscriber);
+    } else {
+      const forwardedProps = threadsOn ? { onDisconnect: "finish" } : {};
+      await agent.runAgent({ runId, tools: TOOLS, forwardedProps, ...(resume ? { resume } : {}) }, subscriber);
+    }
   } catch (error) {
     if (!failed && error?.name !== "AbortError") add("div", "error", describe(error));
     failed = true;
@@ -395,6 +433,14 @@ function runTool(call) {
 }
 
 async function converse(text) {
+  try {
+    await conversation(text);
+  } finally {
+    await refreshThreads();
+  }
+}
+
+async function conversation(text) {
   const id = newId();
   agent.addMessage({ id, role: "user", content: text });
   const bubble = add("div", "msg user", text.length > 1500 ? `${text.slice(0, 1500)}… (${text.length} characters)` : text);
@@ -479,5 +525,148 @@ stopButton.addEventListener("click", async () => {
   }, 3000);
 });
 
-setState("idle", "ready");
-input.focus();
+// -- threads ---------------------------------------------------------------------------
+const threadList = $("thread-list");
+
+function clearLog() {
+  for (const el of [...log.children]) if (!el.classList.contains("hint")) el.remove();
+}
+
+function openThreadId(id) {
+  agent.threadId = id;
+  try {
+    localStorage.setItem(STORAGE_KEY, id);
+  } catch {}
+  history.replaceState(history.state, "", `${location.pathname}${location.search}#thread=${encodeURIComponent(id)}`);
+  for (const item of threadList.children) item.classList.toggle("current", item.dataset.threadId === id);
+}
+
+function rememberedThreadId() {
+  const match = location.hash.match(/^#thread=([^&]+)$/);
+  if (match) return decodeURIComponent(match[1]);
+  try {
+    return localStorage.getItem(STORAGE_KEY);
+  } catch {
+    return null;
+  }
+}
+
+async function getJson(path, method = "GET") {
+  const response = await fetch(endpoint + path, { method, headers: { ...headers, Accept: "application/json" } });
+  const body = await response.json().catch(() => null);
+  return { status: response.status, body };
+}
+
+async function refreshThreads() {
+  if (!threadsOn) return;
+  const { status, body } = await getJson("threads?limit=100");
+  if (status !== 200 || !Array.isArray(body?.threads)) return;
+  threadList.replaceChildren();
+  for (const thread of body.threads) {
+    const item = element("li", "thread");
+    item.dataset.threadId = asText(thread.threadId);
+    const open = item.appendChild(element("button", "open", asText(thread.title) || "(untitled)"));
+    open.type = "button";
+    open.title = `${thread.messageCount} messages`;
+    open.onclick = () => switchTo(thread.threadId);
+    const remove = item.appendChild(element("button", "delete", "×"));
+    remove.type = "button";
+    remove.title = "Delete this conversation";
+    remove.onclick = () => deleteThread(thread.threadId);
+    item.classList.toggle("current", thread.threadId === agent.threadId);
+    threadList.append(item);
+  }
+}
+
+function busy() {
+  return ["running", "waiting"].includes(document.body.dataset.state);
+}
+
+function newThread() {
+  if (busy()) return;
+  clearLog();
+  agent.setMessages([]);
+  openThreadId(newId());
+  setState("idle", "ready");
+  input.focus();
+}
+
+async function switchTo(id) {
+  if (busy() || id === agent.threadId) return;
+  clearLog();
+  await restore(id);
+}
+
+async function deleteThread(id) {
+  if (busy() && id === agent.threadId) return;
+  await getJson(`threads/${encodeURIComponent(id)}`, "DELETE");
+  if (id === agent.threadId) newThread();
+  await refreshThreads();
+}
+
+// The messages of a stored thread, shown as the live page would have shown them.
+function render(messages) {
+  const calls = new Map();
+  for (const m of messages) {
+    if (m.role === "user") add("div", "msg user", asText(m.content));
+    else if (m.role === "assistant") {
+      if (m.content) add("div", "msg assistant", asText(m.content));
+      for (const call of m.toolCalls ?? []) {
+        const card = add("div", "tool");
+        card.dataset.toolCallId = asText(call.id);
+        card.append(element("span", "name", asText(call.function?.name)), element("span", "state", "called"));
+        card.append(element("pre", "args", pretty(asText(call.function?.arguments))));
+        calls.set(call.id, { card, name: call.function?.name, args: call.function?.arguments ?? "" });
+      }
+    } else if (m.role === "tool") {
+      const call = calls.get(m.toolCallId);
+      if (call) showResult(call, asText(m.content), false);
+    }
+  }
+}
+
+// Open a stored thread: its messages, then the reply still being written, if any.
+async function restore(id) {
+  const { status, body } = await getJson(`threads/${encodeURIComponent(id)}`);
+  openThreadId(id);
+  if (status !== 200 || !Array.isArray(body?.messages)) {
+    agent.setMessages([]);
+    if (status !== 404) add("div", "error", `Could not load the conversation (${status}): ${asText(body?.detail)}`);
+    return;
+  }
+  agent.setMessages(body.messages);
+  render(body.messages);
+  if (body.running?.runId) reattach(body.running); // streams on; the page is usable meanwhile
+  else setState("idle", "ready");
+}
+
+async function reattach(running) {
+  // (its user message is in the thread already: the server keeps it as the run starts)
+  const follower = new FollowAgent({ url: `${endpoint}runs/${encodeURIComponent(running.runId)}/events`, headers });
+  follower.threadId = agent.threadId;
+  const view = { runId: null, calls: new Map(), refused: false, abandoning: false };
+  await runOnce(view, undefined, { runId: running.runId, agent: follower });
+  // the thread now holds the whole turn: take the server's copy as the history
+  const { status, body } = await getJson(`threads/${encodeURIComponent(agent.threadId)}`);
+  if (status === 200 && Array.isArray(body?.messages)) agent.setMessages(body.messages);
+  await refreshThreads();
+}
+
+$("new-thread").addEventListener("click", newThread);
+
+async function start() {
+  setState("idle", "ready");
+  const { status, body } = await getJson("info").catch(() => ({ status: 0 }));
+  threadsOn = status === 200 && body?.threads === true;
+  $("threads").hidden = !threadsOn;
+  if (threadsOn) {
+    const id = rememberedThreadId();
+    if (id) await restore(id);
+    else openThreadId(newId());
+    await refreshThreads();
+  }
+  document.body.dataset.ready = "true";
+  input.focus();
+}
+
+start();
