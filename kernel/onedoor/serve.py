@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .composition import ServeContext
 
 DEFAULT_BACKEND = "scripted"
-DEFAULT_HTTP_DOORS = ("agui", "rest", "mcp")  # the chat page first: `/` leads to it
+DEFAULT_HTTP_DOORS = ("agui", "rest", "mcp", "a2a")  # the chat page first: `/` leads to it
 
 
 @dataclass

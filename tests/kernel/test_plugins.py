@@ -338,6 +338,7 @@ plugins.add_in_process_plugin("transport", "fakehttp", FakeHttp())
 plugins.add_in_process_plugin("door", "agui", Web)
 plugins.add_in_process_plugin("door", "rest", BrokenWeb)
 plugins.add_in_process_plugin("door", "mcp", Web)
+plugins.add_in_process_plugin("door", "a2a", Web)
 sys.argv = ["onedoor", "serve", "--transport", "fakehttp"] + sys.argv[1:]
 main()
 """
@@ -355,7 +356,7 @@ def _serve_defaults(env=None, *args):
 def test_a_broken_default_door_is_skipped_with_a_warning():
     result = _serve_defaults()
     assert result.returncode == 0, result.stderr
-    assert "SERVING agui,mcp" in result.stdout
+    assert "SERVING a2a,agui,mcp" in result.stdout
     assert "warning: skipping the default door 'rest'" in result.stderr and "cannot start" in result.stderr
     assert "Traceback" not in result.stderr
 

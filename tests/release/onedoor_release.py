@@ -40,6 +40,8 @@ PUBLISHED = {
     "plugins/door-agui": "onedoor_door_agui",
     "plugins/door-mcp": "onedoor_door_mcp",
     "plugins/door-acp": "onedoor_door_acp",
+    "plugins/door-a2a": "onedoor_door_a2a",
+    "plugins/store-postgres": "onedoor_store_postgres",
     "plugins/backend-pydantic-ai": "onedoor_backend_pydantic_ai",
     "plugins/backend-hermes": "onedoor_backend_hermes",
     "plugins/fake-model-server": "onedoor_fake_model_server",

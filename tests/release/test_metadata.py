@@ -73,6 +73,8 @@ def test_the_readme_states_the_names_and_the_quick_start():
 # an import nobody declared). Our own packages map to our distributions.
 PROVIDER = {
     "acp": "agent-client-protocol",
+    "a2a": "a2a-sdk",
+    "psycopg_pool": "psycopg-pool",
     "ag_ui": "ag-ui-protocol",
     "pydantic_ai": "pydantic-ai-slim",
     "pydantic_core": "pydantic-core",

@@ -1,0 +1,140 @@
+"""The door's ASGI app: the a2a-sdk request handler behind its route factories.
+
+:func:`request_handler` is the one place the SDK's ``RequestHandler`` is built (the
+executor, the task store, the card); an RPC-style transport (A2A over SLIM with
+slima2a's servicer) reuses it as it is. :func:`build_app` puts it behind the JSON-RPC
+and HTTP+JSON routes, with the card, for the HTTP transport.
+
+Who is calling: :class:`PrincipalContextBuilder` names the onedoor principal (from the
+transport's token check) as the SDK's user. The task store keeps tasks per user, so
+another principal's task id is "task not found", and the executor runs as that
+principal (threads, parked runs).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from a2a.auth.user import User
+from a2a.server.routes.common import DefaultServerCallContextBuilder
+
+from . import CARD_PATH, A2aOptions
+from .card import agent_card, card_endpoint
+
+if TYPE_CHECKING:
+    from onedoor.composition import ServeContext
+
+
+class Principal(User):
+    """An onedoor principal as the SDK's user (its ``user_name`` scopes the task store)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self.name
+
+
+class PrincipalContextBuilder(DefaultServerCallContextBuilder):
+    """The SDK's call context, with the principal the transport's guard authenticated."""
+
+    def build_user(self, request: Any) -> User:
+        from onedoor.composition import ServeContext
+
+        return Principal(ServeContext.principal_of(request.scope))
+
+
+def check_message(params: Any) -> None:
+    """InvalidParamsError (-32602) for a message the agent cannot take, before a task exists
+    (the SDK would otherwise fail inside the executor: a 500-like error and a logged traceback)."""
+    from a2a.types import Role
+    from a2a.utils.errors import InvalidParamsError
+
+    message = params.message if params.HasField("message") else None
+    if message is None or message.role != Role.ROLE_USER:
+        raise InvalidParamsError(message="send a message with role ROLE_USER")
+    if not message.message_id:
+        raise InvalidParamsError(message="the message needs a messageId")
+    if not message.parts:
+        raise InvalidParamsError(message="the message has no parts")
+    if any(part.HasField("text") and not part.text for part in message.parts):
+        raise InvalidParamsError(message="a text part of the message is empty")
+
+
+def checked_handler_class() -> type:
+    """The SDK's default handler with :func:`check_message` in front of both send methods."""
+    from a2a.server.request_handlers import DefaultRequestHandler
+
+    class CheckedRequestHandler(DefaultRequestHandler):  # type: ignore[misc, valid-type]
+        async def on_message_send(self, params: Any, context: Any) -> Any:
+            check_message(params)
+            return await super().on_message_send(params, context)
+
+        async def on_message_send_stream(self, params: Any, context: Any) -> Any:
+            check_message(params)
+            async for event in super().on_message_send_stream(params, context):
+                yield event
+
+    return CheckedRequestHandler
+
+
+def request_handler(ctx: ServeContext, options: A2aOptions | None = None, *, door_name: str = "a2a") -> Any:
+    """The a2a-sdk request handler for this server: tasks run through ``ctx.kernel``."""
+    from a2a.server.tasks import InMemoryTaskStore
+
+    from .executor import KernelExecutor
+
+    options = options or A2aOptions()
+    executor = KernelExecutor(
+        ctx.kernel, door=door_name, ttl=options.question_ttl or None, fallback=options.ask_fallback
+    )
+    origin = ctx.endpoint.base_url if ctx.endpoint is not None else "http://127.0.0.1:0"
+    handler_class = checked_handler_class()
+    extra: dict[str, Any] = {}
+    if "interrupted_task_timeout" in inspect.signature(handler_class).parameters:  # a2a-sdk >= 1.3
+        # an input-required task is let go once its question has expired in the kernel
+        extra["interrupted_task_timeout"] = (options.question_ttl or ctx.kernel.limits.question_ttl) + 5.0
+    return handler_class(
+        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=agent_card(ctx, options, origin), **extra
+    )
+
+
+def build_app(ctx: ServeContext, options: A2aOptions, *, door_name: str = "a2a") -> tuple[Any, Any]:
+    """(the Starlette app to mount under the prefix, the card endpoint for the server root)."""
+    from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from . import quiet_logs
+
+    quiet_logs.install()
+    handler = request_handler(ctx, options, door_name=door_name)
+    builder = PrincipalContextBuilder()
+    card = card_endpoint(ctx, options)
+    routes: list[Any] = [Route(CARD_PATH, card, methods=["GET"])]
+    routes += create_jsonrpc_routes(handler, rpc_url="/", context_builder=builder, enable_v0_3_compat=options.v03_compat)
+    if options.rest:
+        routes += create_rest_routes(handler, context_builder=builder, path_prefix="/rest")
+    app = Starlette(routes=routes, exception_handlers={404: _http_error, 405: _http_error})
+    return app, card
+
+
+async def _http_error(request: Any, exc: Any) -> Any:
+    """404 and 405 in the HTTP transport's JSON error shape."""
+    from onedoor_transport_http.errors import STATUS_CODES, error_body
+    from starlette.responses import Response
+
+    status = getattr(exc, "status_code", 404)
+    detail = f"no route for {request.url.path}" if status == 404 else f"{request.method} is not allowed here"
+    headers = dict(getattr(exc, "headers", None) or {})
+    return Response(error_body(STATUS_CODES.get(status, "error"), detail), status_code=status,
+                    media_type="application/json", headers=headers)
+
+
+__all__ = ["Principal", "PrincipalContextBuilder", "build_app", "request_handler"]

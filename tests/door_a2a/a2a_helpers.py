@@ -1,0 +1,87 @@
+"""Helpers for the A2A door tests: a real `onedoor serve --door a2a` process and its run outcomes.
+
+(A uniquely named module: conftest puts this folder on sys.path for it; the helpers every
+folder shares are in tests/onedoor_test_support.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from onedoor_test_support import wait_for
+
+HERE = Path(__file__).parent
+LAUNCHER = HERE / "a2a_test_launcher.py"
+TOKEN = "a2a-door-test-token-0123456789"
+_LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+class A2aServer:
+    """``onedoor serve --door a2a ARGS --port 0`` through the test launcher (observer hook on)."""
+
+    def __init__(self, args: list[str], tmp: Path) -> None:
+        self.outcomes_path = tmp / "outcomes.jsonl"
+        self.stderr_path = tmp / "stderr.txt"
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "ONEDOOR_TEST_OUTCOMES": str(self.outcomes_path)}
+        cmd = [sys.executable, str(LAUNCHER), "serve", "--door", "a2a", "--port", "0", *args]
+        self._stderr = open(self.stderr_path, "w", encoding="utf-8")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env)
+        self.lines: list[str] = []
+        found: "queue.Queue[str | None]" = queue.Queue()
+
+        def pump() -> None:
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                self.lines.append(line.rstrip("\n"))
+                match = _LISTENING.search(line)
+                if match:
+                    found.put(match.group(1))
+            found.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        try:
+            base = found.get(timeout=60)
+        except queue.Empty:
+            base = None
+        if base is None:
+            self.stop()
+            raise RuntimeError(f"the A2A server did not start: {self.lines} {self.stderr()[-2000:]}")
+        self.base_url = base
+        self.a2a_url = base + "/a2a"
+        wait_for(lambda: any("agent card" in line for line in self.lines), "the server's door lines", 10)
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        if not self.outcomes_path.exists():
+            return []
+        return [json.loads(line) for line in self.outcomes_path.read_text("utf-8").splitlines() if line]
+
+    def outcome_of(self, message_part: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The finished run whose message contains ``message_part`` (waits for it)."""
+        return wait_for(lambda: next((o for o in self.outcomes() if message_part in o["message"]), None),
+                        f"the run of {message_part!r} to finish (observer hook)", timeout)
+
+    def stderr(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text("utf-8", errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._stderr.close()
+        return self.proc.returncode

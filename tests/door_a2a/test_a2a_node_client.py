@@ -1,0 +1,48 @@
+"""The A2A door with the official JS client, @a2a-js/sdk 1.3.0 (tests/door_a2a/js, pinned in
+package-lock.json), against a real `onedoor serve` process: the card, a reply, a stream that
+grows, a cancel that stops the backend (the observer hook sees it), an unknown task, and a
+wrong token."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from a2a_helpers import TOKEN
+from onedoor_test_support import node_or_skip
+
+pytestmark = pytest.mark.timeout(120)
+
+JS = Path(__file__).parent / "js"
+
+
+def run_client(node: str, base: str, token: str) -> dict[str, Any]:
+    done = subprocess.run([node, str(JS / "client.mjs"), base], capture_output=True, text=True, timeout=90,
+                          env={**os.environ, "TOKEN": token})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_js_client_sends_streams_and_cancels(served: Any) -> None:
+    node = node_or_skip(JS, "@a2a-js/sdk")
+    out = run_client(node, served.a2a_url, TOKEN)
+    assert "error" not in out, out
+    assert out["card"] == {"name": "onedoor (scripted)", "streaming": True, "schemes": ["bearer"]}
+    assert out["send"] == {"state": "TASK_STATE_COMPLETED", "text": "You said: hello node (2 words, turn 1)"}
+    assert len(out["stream"]["pieces"]) > 2 and out["stream"]["last"] == "TASK_STATE_COMPLETED"
+    assert "".join(out["stream"]["pieces"]) == "You said: node stream please (3 words, turn 1)"
+    assert out["cancel"]["state"] == "TASK_STATE_CANCELED" and out["cancel"]["get"] == "TASK_STATE_CANCELED"
+    assert out["cancel"]["seen"] < 50
+    assert "Task not found" in out["unknown"], out["unknown"]
+    outcome = served.outcome_of("node-cancel-me")
+    assert outcome["stop_reason"] == "cancelled" and outcome["workers_alive"] == 0, outcome
+
+
+def test_the_js_client_reports_a_wrong_token(served: Any) -> None:
+    node = node_or_skip(JS, "@a2a-js/sdk")
+    out = run_client(node, served.a2a_url, "wrong-token-0123456789abcdef")
+    assert "401" in out.get("error", ""), out
