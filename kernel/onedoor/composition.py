@@ -121,6 +121,10 @@ class AsgiMount:
                          ``name:port``, ``name:*``; ``*`` turns the Host check off here).
     ``allowed_origins``  extra browser ``Origin`` values accepted under this prefix
                          (``https://app.example``, ``http://name:*``; ``*``: any).
+    ``public_paths``     exact paths (anywhere on the server) answered to GET and HEAD
+                         without the token: only for what tells a client how to
+                         authenticate, such as A2A's agent card. Host and Origin are
+                         still checked, and every other method still needs the token.
     """
 
     app: Any
@@ -130,6 +134,7 @@ class AsgiMount:
     content_types: tuple[str, ...] = ("application/json",)
     cors_headers: tuple[str, ...] = ()
     cors_expose: tuple[str, ...] = ()
+    public_paths: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
 

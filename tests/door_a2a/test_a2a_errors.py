@@ -68,13 +68,18 @@ def test_each_bad_json_rpc_request_gets_its_error_and_the_server_serves_on(serve
     assert traceback_in(served.stderr()) is None, served.stderr()[-3000:]
 
 
-def test_a_missing_or_wrong_token_is_refused_everywhere(served: Any) -> None:
+def test_a_missing_or_wrong_token_is_refused_everywhere_but_on_the_card(served: Any) -> None:
     for token in (None, "wrong-token-0123456789abcdef"):
         assert rpc(served, SEND, token=token).status_code == 401
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        for path in ("/.well-known/agent-card.json", "/a2a/.well-known/agent-card.json", "/a2a/rest/message:send"):
-            response = httpx.get(served.base_url + path, headers=headers, timeout=30)
-            assert response.status_code == 401 and response.json()["error"] == "unauthorized", (path, response.text)
+        response = httpx.get(served.base_url + "/a2a/rest/message:send", headers=headers, timeout=30)
+        assert response.status_code == 401 and response.json()["error"] == "unauthorized", response.text
+        for path in ("/.well-known/agent-card.json", "/a2a/.well-known/agent-card.json"):
+            card = httpx.get(served.base_url + path, timeout=30)  # public: it says how to authenticate
+            assert card.status_code == 200 and "bearer" in json.dumps(card.json()["securitySchemes"]).lower(), card.text
+            posted = httpx.post(served.base_url + path, json={}, headers=headers, timeout=30)
+            assert posted.status_code == 401, (path, posted.text)  # only GET/HEAD are public
+    assert httpx.get(served.base_url + "/agent-card.json", timeout=30).status_code == 401  # exact paths only
     still_serves(served)
 
 
@@ -93,8 +98,11 @@ def test_the_transport_checks_host_and_origin_for_the_door_and_the_root_card(ser
 
 async def test_the_python_client_reports_a_wrong_token_and_an_unknown_task(served: Any) -> None:
     async with httpx.AsyncClient(headers={"Authorization": "Bearer wrong-token-0123456789abcdef"}, timeout=30) as bad:
+        public = await A2ACardResolver(bad, served.a2a_url).get_agent_card()  # the card is public
+        refused = ClientFactory(ClientConfig(httpx_client=bad, streaming=False)).create(public)
         with pytest.raises(Exception, match="401"):
-            await A2ACardResolver(bad, served.a2a_url).get_agent_card()
+            async for _ in refused.send_message(SendMessageRequest(message=new_text_message("hi", role=Role.ROLE_USER))):
+                pass
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as good:
         card = await A2ACardResolver(good, served.a2a_url).get_agent_card()
         client = ClientFactory(ClientConfig(httpx_client=good, streaming=False)).create(card)

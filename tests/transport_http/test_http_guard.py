@@ -235,3 +235,13 @@ def test_cors_headers_come_from_the_doors():
         assert got.status_code == 200 and got.headers["access-control-expose-headers"].lower() == "x-door-id"
         other = httpx.post(server.base_url + "/seen/x", json={}, headers={"origin": "https://evil.example"})
         assert other.status_code == 403 and "access-control-allow-origin" not in other.headers
+
+
+def test_a_doors_public_paths_need_no_token_for_get_only():
+    door = SeenDoor(public_paths=("/seen/card.json",))
+    with serve(door, token=TOKEN) as server, httpx.Client(base_url=server.base_url) as client:
+        assert client.get("/seen/card.json").status_code == 200
+        assert client.head("/seen/card.json").status_code == 200
+        assert client.post("/seen/card.json", json={}).status_code == 401
+        assert client.get("/seen/card.json/x").status_code == 401 and client.get("/seen/other").status_code == 401
+        assert client.get("/seen/card.json", headers={"host": "evil.example"}).status_code == 421

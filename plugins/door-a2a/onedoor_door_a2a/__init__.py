@@ -87,6 +87,8 @@ class A2aDoor:
             links=links,
             cors_headers=("a2a-version", "a2a-extensions"),
             cors_expose=("a2a-version",),
+            # the card says how to authenticate, so a client must read it before it has a token
+            public_paths=(options.prefix + CARD_PATH,) + ((CARD_PATH,) if options.root_card else ()),
         )
 
     def register_rpc(self, server: Any, ctx: ServeContext) -> None:
@@ -96,8 +98,9 @@ class A2aDoor:
 
     @hookimpl
     def onedoor_http_app(self, app: Any, ctx: ServeContext) -> None:
-        """The card at the server root too, where A2A clients look first (RFC 8615). The
-        transport's guard still covers it: with a token, the card needs the token."""
+        """The card at the server root too, where A2A clients look first (RFC 8615). Like
+        the one under the prefix, it is public (GET only): it tells a client how to
+        authenticate; the Host and Origin checks still apply."""
         if self._root_card is None:
             return
         from starlette.routing import Route

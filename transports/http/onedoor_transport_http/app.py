@@ -128,6 +128,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
         cors_origins=options.cors_origins,
         max_body=options.max_body_bytes,
         open_paths=(HEALTH_PATH,),
+        public_paths=tuple(path for m in mounts for path in m.public_paths),
     )
     if options.cors_origins:
         guarded = _cors(guarded, list(options.cors_origins), mounts)

@@ -17,6 +17,8 @@ this order, answering a JSON error ``{"error", "detail"}``:
                              browser page's fetch, allowed.
 401  unauthorized            when the server has a token: missing or wrong; or sent in
                              the URL (``?token=``) of anything but a page (GET/HEAD).
+                             Not asked on ``/healthz``, nor on GET/HEAD of a door's
+                             ``public_paths`` (A2A's agent card: how to authenticate).
 415  unsupported_media_type  a POST with a body whose ``Content-Type`` is not the
                              endpoint's own (``application/json`` unless the door says
                              otherwise), or a POST naming another type. This closes CORS
@@ -278,6 +280,7 @@ class Guard:
         cors_origins: Iterable[str] = (),
         max_body: int = 4 * 1024 * 1024,
         open_paths: Iterable[str] = ("/healthz",),
+        public_paths: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.endpoint = endpoint
@@ -288,6 +291,7 @@ class Guard:
         self.tokens = [(t.encode(), _cookie_value(t.encode()), p) for t, p in accepted.items()]
         self.max_body = max_body
         self.open_paths = frozenset(open_paths)
+        self.public_paths = frozenset(public_paths)  # GET/HEAD without a token (a door's AsgiMount.public_paths)
         hosts = HostPolicy(endpoint.host, allowed_hosts, any_host=bool(accepted) and endpoint.host in WILDCARD_BINDS)
         origins = OriginPolicy(cors_origins)
         self.default = MountRules("", ("application/json",), hosts, origins)
@@ -336,7 +340,8 @@ class Guard:
                                f"requests from pages on {origin.decode('latin-1')[:100]!r} are refused; "
                                "list the origin with the cors_origins option")
             return
-        if self.tokens and path not in self.open_paths:
+        public = path in self.open_paths or (path in self.public_paths and scope.get("method") in PAGE_METHODS)
+        if self.tokens and not public:
             scope, send, refused = self._authenticate(scope, send, headers)
             if refused is not None:
                 await self._refuse(scope, send, 401, "unauthorized", refused,
