@@ -229,9 +229,12 @@ class Kernel:
         for approvals only. ``principal`` is who is calling: only they can resume the
         run. ``thread`` (a :class:`onedoor.threads.Thread` the door read from
         ``kernel.store`` for this principal) is the conversation so far, instead of
-        ``history``; the run's turn (the message, tool calls and results, the reply, a
-        reply cut short marked so) is appended to it in the store before the stream's
-        terminal event, so a client that sees the end can read the thread. Use the stream
+        ``history``: the message is kept in it as the run starts (a killed server keeps
+        it), the rest of the turn (tool calls and results, the reply, a reply cut short
+        marked so) before the stream's terminal event, so a client that sees the end can
+        read the thread. A thread whose run waits for answers refuses a new message
+        (``RunRefused("pending_questions")``). To make a stream resumable, hand it to
+        ``kernel.journals.start`` (:mod:`onedoor.journal`). Use the stream
         as ``async with`` (or iterate it to its end, or ``aclose()`` it): that is what frees
         the run's slot.
         """
