@@ -35,12 +35,7 @@ class Worker:
     async def run(self) -> int:
         options = self.options
         sb = bindings.slim(options.log_level)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, self.stop.set)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
+        stop_on_signals(self.stop)
         node_service = None
         if options.embed_node:
             node_service = await bindings.start_node(sb, options)
@@ -76,17 +71,7 @@ class Worker:
         return code
 
     async def _watch_node(self, identity: Any) -> str:
-        """Return (ending the worker) once the node is gone or was replaced: SLIM gives
-        up reconnecting quickly and a restarted node has lost this worker's
-        subscription, so a supervisor should restart the worker."""
-        interval = self.options.node_check_interval
-        if interval <= 0 or self.options.embed_node:
-            await asyncio.Event().wait()
-        while True:
-            await asyncio.sleep(interval)
-            problem = await asyncio.to_thread(bindings.node_lost, self.options.endpoint, identity, self.options.connect_timeout)
-            if problem:
-                return f"lost the SLIM node at {self.options.endpoint} ({problem}); stopping so a supervisor can restart this worker"
+        return await watch_node(self.options, identity)
 
     async def _accept(self, app: Any, sb: Any) -> None:
         while True:
@@ -160,6 +145,31 @@ class Worker:
             service.disconnect(conn)
         except Exception:  # noqa: BLE001
             pass
+
+
+def stop_on_signals(stop: asyncio.Event) -> None:
+    """SIGINT and SIGTERM set ``stop`` (where the loop can take signal handlers)."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+
+async def watch_node(options: SlimOptions, identity: Any) -> str:
+    """Return (ending the worker) once the node is gone or was replaced: SLIM gives up
+    reconnecting quickly and a restarted node has lost the worker's subscription, so a
+    supervisor should restart the worker. Never returns with an embedded node or with
+    ``node_check_interval=0``."""
+    interval = options.node_check_interval
+    if interval <= 0 or options.embed_node:
+        await asyncio.Event().wait()
+    while True:
+        await asyncio.sleep(interval)
+        problem = await asyncio.to_thread(bindings.node_lost, options.endpoint, identity, options.connect_timeout)
+        if problem:
+            return f"lost the SLIM node at {options.endpoint} ({problem}); stopping so a supervisor can restart this worker"
 
 
 def _peer(session: Any) -> str:

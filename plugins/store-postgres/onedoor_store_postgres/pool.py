@@ -1,0 +1,93 @@
+"""A small connection pool that runs nothing in the background.
+
+Connections are made, checked and given back in the task of the call that needs one, so
+nothing of the pool outlives a call, and an event loop can end at any moment without
+waiting for the pool. (psycopg_pool's ``AsyncConnectionPool`` connects in worker tasks
+that keep running when cancelled, by design: an event loop ending while it reconnects to
+a PostgreSQL that is down waits for them forever, so ``onedoor serve`` would hang on
+Ctrl-C.)
+
+A connection is checked (an empty query, one round trip) before it is lent: one broken by
+a restart of PostgreSQL is dropped and the next one, or a new one, is used instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, AsyncIterator
+
+import psycopg
+from psycopg.pq import TransactionStatus
+
+Connection = psycopg.AsyncConnection[Any]
+
+
+class ConnectionPool:
+    """At most ``size`` connections to ``dsn`` (autocommit); a call waits at most ``timeout``
+    seconds for one (all busy, or PostgreSQL not answering) and then fails with
+    ``psycopg.OperationalError``. Use it from one event loop."""
+
+    def __init__(self, dsn: str, *, size: int, timeout: float) -> None:
+        self._dsn = dsn
+        self.size = size
+        self.timeout = timeout
+        self._idle: list[Connection] = []
+        self._slots = asyncio.Semaphore(size)
+        self._closed = False
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise psycopg.OperationalError(
+                f"no free connection after {self.timeout:g} s (all {self.size} are busy)"
+            ) from None
+        try:
+            conn = await self._lend()
+            try:
+                yield conn
+            finally:
+                self._give_back(conn)
+        finally:
+            self._slots.release()
+
+    async def _lend(self) -> Connection:
+        try:
+            async with asyncio.timeout(self.timeout):
+                while self._idle:
+                    conn = self._idle.pop()
+                    try:
+                        await conn.execute("")
+                        return conn
+                    except psycopg.Error:  # broken (PostgreSQL restarted): try the next one
+                        conn.pgconn.finish()
+                return await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+        except TimeoutError:
+            raise psycopg.OperationalError(f"PostgreSQL did not answer within {self.timeout:g} s") from None
+
+    def _give_back(self, conn: Connection) -> None:
+        usable = not conn.closed and conn.pgconn.transaction_status == TransactionStatus.IDLE
+        if usable and not self._closed:
+            self._idle.append(conn)
+        else:  # broken, or cut off mid-query (a cancelled call): never lent again
+            conn.pgconn.finish()
+
+    async def close(self) -> None:
+        """Close the idle connections; one in use is closed when it comes back."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.close()
+
+    def drop(self) -> None:
+        """Close the idle connections without the event loop (the pool's loop has ended)."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.pgconn.finish()
+
+
+__all__ = ["ConnectionPool"]

@@ -1,0 +1,195 @@
+"""The PostgreSQL thread store: the same behaviour as onedoor's SQLite store, in a server
+that several ``onedoor serve`` processes share.
+
+Connections come from a small pool (:mod:`.pool`) made on first use in the event loop
+that uses the store (the tables are created then, if missing). Every change is one
+transaction; ``append`` locks the thread's row (``SELECT … FOR UPDATE``) and compares its
+version, so writers on any server serialise. The pool checks a connection before lending
+it, so connections broken by a restart of PostgreSQL are replaced, not used; a call that
+was running when PostgreSQL went away, or that finds it down, fails with
+:class:`StoreUnavailable`, and the calls after it reconnect by themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any, AsyncIterator, Sequence
+
+import psycopg
+from onedoor.errors import OnedoorError
+from onedoor.messages import Message
+from onedoor.threads import Thread, ThreadError, ThreadSummary, check_thread_id, new_thread_id, title_from
+
+from .pool import ConnectionPool
+from .schema import NOW, READ_THREAD, SCHEMA, SCHEMA_LOCK
+
+log = logging.getLogger("onedoor.store.postgres")
+
+MAX_LIST = 500
+
+
+class StoreUnavailable(OnedoorError):
+    """PostgreSQL could not be reached, or dropped the call (restarted, shut down, network
+    gone). Nothing half-done is kept; the store reconnects by itself, so a later call can
+    succeed. The kernel ends a run whose turn it could not keep with ``RunFailed``."""
+
+
+class PostgresThreadStore:
+    """``PostgresThreadStore(dsn, pool_size=10, timeout=10.0, max_thread_chars=2_000_000)``.
+
+    ``timeout``: how long a call waits for a connection (all busy, or PostgreSQL not
+    answering) before it fails with :class:`StoreUnavailable`. Use one store per event loop.
+    """
+
+    def __init__(self, dsn: str, *, pool_size: int = 10, timeout: float = 10.0, max_thread_chars: int = 2_000_000):
+        self._dsn = dsn
+        self.pool_size = pool_size
+        self.timeout = timeout
+        self.max_thread_chars = max_thread_chars
+        self._pool: ConnectionPool | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._opening: asyncio.Lock | None = None
+        self._ready = False  # the tables exist
+        self._closed = False
+
+    # -- plumbing ----------------------------------------------------------------------
+    async def _open(self) -> ConnectionPool:
+        if self._closed:
+            raise StoreUnavailable("the thread store is closed")
+        loop = asyncio.get_running_loop()
+        if self._ready and self._pool is not None and self._loop is loop:
+            return self._pool
+        if self._loop is not loop:  # first use, or the loop that used the store has ended
+            self._drop_pool()
+            self._loop, self._opening, self._ready = loop, asyncio.Lock(), False
+        assert self._opening is not None
+        async with self._opening:
+            if self._pool is None:
+                self._pool = ConnectionPool(self._dsn, size=self.pool_size, timeout=self.timeout)
+            if not self._ready:
+                async with self._pool.connection() as conn, conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                    for statement in SCHEMA:
+                        await conn.execute(statement)
+                self._ready = True
+            return self._pool
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection from the pool; PostgreSQL going away becomes :class:`StoreUnavailable`."""
+        try:
+            pool = await self._open()
+            async with pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:  # also the pool's: no connection to be had in time
+            detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            log.warning("thread store: PostgreSQL unavailable: %s", detail)
+            raise StoreUnavailable(f"the thread store (PostgreSQL) is unavailable: {detail}; try again") from exc
+
+    async def close(self) -> None:
+        """Close the connections. From another event loop than the one that used the store
+        (``onedoor serve`` closes it after the server's loop ended), they are closed without it."""
+        self._closed = True
+        if self._pool is not None and self._loop is asyncio.get_running_loop():
+            pool, self._pool = self._pool, None
+            await pool.close()
+        self._drop_pool()
+
+    def _drop_pool(self) -> None:
+        """Let go of the pool of an event loop that has ended, closing its idle connections."""
+        pool, self._pool, self._loop = self._pool, None, None
+        if pool is not None:
+            pool.drop()
+
+    # -- the store ---------------------------------------------------------------------
+    async def create(
+        self, owner: str, *, title: str = "", settings: dict[str, Any] | None = None, thread_id: str | None = None
+    ) -> Thread:
+        chosen = check_thread_id(thread_id) if thread_id is not None else new_thread_id()
+        kept = dict(settings or {})
+        async with self._connection() as conn:
+            try:
+                cursor = await conn.execute(
+                    f"INSERT INTO onedoor_threads VALUES (%s, %s, %s, %s, 0, 0, 0, {NOW}, {NOW}) RETURNING created_at",
+                    (chosen, owner, json.dumps(title), json.dumps(kept)),
+                )
+            except psycopg.errors.UniqueViolation:
+                raise ThreadError("conflict", f"thread id {chosen!r} is taken; choose another") from None
+            row = await cursor.fetchone()
+        assert row is not None
+        return Thread(chosen, owner, title, kept, (), 0, row[0], row[0])
+
+    async def get(self, owner: str, thread_id: str) -> Thread | None:
+        async with self._connection() as conn:
+            cursor = await conn.execute(READ_THREAD, (thread_id, owner))
+            return _thread(await cursor.fetchone())
+
+    async def list(self, owner: str, *, limit: int = 50, before: str | None = None) -> list[ThreadSummary]:
+        sql = "SELECT id, title, message_count, created_at, updated_at FROM onedoor_threads WHERE owner = %s"
+        args: list[Any] = [owner]
+        if before is not None:  # an unknown mark compares as NULL: nothing is listed
+            sql += " AND (updated_at, id) < (SELECT updated_at, id FROM onedoor_threads WHERE owner = %s AND id = %s)"
+            args += [owner, before]
+        sql += " ORDER BY updated_at DESC, id DESC LIMIT %s"
+        args.append(max(1, min(limit, MAX_LIST)))
+        async with self._connection() as conn:
+            cursor = await conn.execute(sql, args)
+            rows = await cursor.fetchall()
+        return [ThreadSummary(row[0], json.loads(row[1]), row[2], row[3], row[4]) for row in rows]
+
+    async def append(
+        self, owner: str, thread_id: str, messages: Sequence[Message], *, expected_version: int
+    ) -> Thread:
+        bodies = [json.dumps(m.to_dict(), ensure_ascii=False) for m in messages]
+        added = sum(len(m.content) for m in messages)
+        async with self._connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                "SELECT version, chars, message_count, title FROM onedoor_threads WHERE id = %s AND owner = %s FOR UPDATE",
+                (thread_id, owner),
+            )
+            row = await cursor.fetchone()
+            _check_append(thread_id, row, expected_version, added, self.max_thread_chars)
+            assert row is not None
+            version, chars, count, title = row[0], row[1], row[2], json.loads(row[3])
+            if bodies:
+                await conn.execute(
+                    "INSERT INTO onedoor_messages SELECT %s, %s + n - 1, body FROM unnest(%s::text[]) WITH ORDINALITY AS b (body, n)",
+                    (thread_id, count, bodies),
+                )
+            await conn.execute(
+                "UPDATE onedoor_threads SET version = %s, chars = %s, message_count = %s, title = %s,"
+                f" updated_at = {NOW} WHERE id = %s",
+                (version + 1, chars + added, count + len(bodies), json.dumps(title or title_from(messages)), thread_id),
+            )
+            cursor = await conn.execute(READ_THREAD, (thread_id, owner))
+            thread = _thread(await cursor.fetchone())
+        assert thread is not None
+        return thread
+
+    async def delete(self, owner: str, thread_id: str) -> bool:
+        async with self._connection() as conn:
+            cursor = await conn.execute("DELETE FROM onedoor_threads WHERE id = %s AND owner = %s", (thread_id, owner))
+            return cursor.rowcount > 0
+
+
+def _check_append(thread_id: str, row: Any, expected_version: int, added: int, limit: int) -> None:
+    if row is None:
+        raise ThreadError("not_found", f"no thread {thread_id!r}")
+    version, chars = row[0], row[1]
+    if version != expected_version:
+        raise ThreadError("conflict", f"thread {thread_id!r} changed (version {version}, expected {expected_version})")
+    if chars + added > limit:
+        raise ThreadError("too_large", f"thread {thread_id!r} would hold {chars + added} characters; the limit is {limit}")
+
+
+def _thread(row: Any) -> Thread | None:
+    if row is None:
+        return None
+    messages = tuple(Message.from_dict(json.loads(body)) for body in row[7])
+    return Thread(row[0], row[1], json.loads(row[2]), json.loads(row[3]), messages, row[4], row[5], row[6])
+
+
+__all__ = ["PostgresThreadStore", "StoreUnavailable"]
