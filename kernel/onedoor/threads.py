@@ -17,7 +17,9 @@ thread. Stores are plugins of the ``onedoor.stores`` entry-point group
 
 from __future__ import annotations
 
+import asyncio
 import os
+import random
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
@@ -30,11 +32,21 @@ from .messages import Message, ToolCall
 class ThreadError(OnedoorError):
     """A thread change the store refused: ``reason`` is ``not_found`` (also another
     owner's thread), ``conflict`` (``expected_version`` is stale, or a chosen id is
-    taken), ``too_large`` or ``invalid`` (not a usable thread id)."""
+    taken), ``too_large``, ``invalid`` (not a usable thread id) or ``unavailable``
+    (:class:`StoreUnavailable`)."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class StoreUnavailable(ThreadError):
+    """The store cannot be reached now (a database restarting, a network gone): nothing
+    half-done was kept, and a later call may succeed. Doors answer it as "try again"
+    (HTTP 503); a run whose turn could not be kept ends ``RunFailed`` saying so."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("unavailable", message)
 
 
 _THREAD_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
@@ -165,11 +177,13 @@ def turn_messages(message: str, events: Iterable[Any], *, interrupted: str = "")
     return recorder.messages(parts, interrupted=interrupted)
 
 
-async def append_turn(store: ThreadStore, thread: Thread, messages: Sequence[Message], *, attempts: int = 8) -> Thread:
+async def append_turn(store: ThreadStore, thread: Thread, messages: Sequence[Message], *, attempts: int = 32) -> Thread:
     """Append a run's turn; when another writer got there first, re-read and append after
-    it (turns are never merged or lost, only ordered by when they ended)."""
+    it (turns are never merged or lost, only ordered by when they ended). Writers that keep
+    colliding (many turns on one thread at once, several servers) back off a little, at
+    random, so one of them always gets through."""
     version = thread.version
-    for _ in range(attempts):
+    for attempt in range(attempts):
         try:
             return await store.append(thread.owner, thread.id, messages, expected_version=version)
         except ThreadError as exc:
@@ -178,6 +192,8 @@ async def append_turn(store: ThreadStore, thread: Thread, messages: Sequence[Mes
             current = await store.get(thread.owner, thread.id)
             if current is None:
                 raise ThreadError("not_found", f"thread {thread.id!r} was deleted") from None
+            if attempt >= 2:
+                await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
             version = current.version
     raise ThreadError("conflict", f"thread {thread.id!r} changed {attempts} times while saving; try again")
 

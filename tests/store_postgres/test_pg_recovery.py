@@ -143,3 +143,14 @@ def test_a_server_keeps_serving_through_a_postgresql_restart_under_load(own_post
         assert set(answered) <= set(users), "every turn answered 200 is kept in the thread"
         assert users[0] == "before" and users[-1] == "after"
         assert server.proc.poll() is None, "the server kept running"
+
+        own_postgres._pg_ctl("stop")  # while it is down, thread calls say "try again" (503), nothing crashes
+        try:
+            for method, path in (("GET", "/rest/threads"), ("GET", f"/rest/threads/{thread_id}"),
+                                 ("POST", "/rest/threads"), ("POST", f"/rest/threads/{thread_id}/chat")):
+                body = {"message": "down"} if path.endswith("/chat") else ({} if method == "POST" else None)
+                r = client.request(method, path, json=body)
+                assert r.status_code == 503 and r.json()["error"] == "store_unavailable", (method, path, r.text)
+        finally:
+            own_postgres._pg_ctl("start")
+        assert client.get(f"/rest/threads/{thread_id}").status_code == 200

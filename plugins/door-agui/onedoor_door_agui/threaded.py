@@ -105,6 +105,8 @@ def _refusal(exc: ThreadError, thread_id: str) -> ThreadRefused:
         return ThreadRefused(404, "not_found", f"no thread {thread_id!r}")
     if exc.reason == "conflict":
         return ThreadRefused(409, "conflict", str(exc))
+    if exc.reason == "unavailable":
+        return ThreadRefused(503, "store_unavailable", f"the thread store cannot be reached now ({exc}); try again")
     return ThreadRefused(422, "invalid_request", str(exc))
 
 

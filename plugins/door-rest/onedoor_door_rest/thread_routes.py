@@ -103,6 +103,7 @@ def thread_error_problem(exc: ThreadError) -> ThreadProblem:
         "not_found": (404, "unknown_thread"),
         "too_large": (413, "thread_too_large"),
         "conflict": (409, "conflict"),
+        "unavailable": (503, "store_unavailable"),
     }.get(exc.reason, (422, "invalid_request"))
     return ThreadProblem(status, code, str(exc))
 

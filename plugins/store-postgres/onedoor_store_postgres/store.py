@@ -19,8 +19,8 @@ import logging
 from typing import Any, AsyncIterator, Sequence
 
 import psycopg
-from onedoor.errors import OnedoorError
 from onedoor.messages import Message
+from onedoor.threads import StoreUnavailable as KernelStoreUnavailable
 from onedoor.threads import Thread, ThreadError, ThreadSummary, check_thread_id, new_thread_id, title_from
 
 from .pool import ConnectionPool
@@ -31,10 +31,11 @@ log = logging.getLogger("onedoor.store.postgres")
 MAX_LIST = 500
 
 
-class StoreUnavailable(OnedoorError):
+class StoreUnavailable(KernelStoreUnavailable):
     """PostgreSQL could not be reached, or dropped the call (restarted, shut down, network
     gone). Nothing half-done is kept; the store reconnects by itself, so a later call can
-    succeed. The kernel ends a run whose turn it could not keep with ``RunFailed``."""
+    succeed. The kernel ends a run whose turn it could not keep with ``RunFailed``; HTTP
+    doors answer 503 (``onedoor.threads.StoreUnavailable``)."""
 
 
 class PostgresThreadStore:

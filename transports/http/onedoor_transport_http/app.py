@@ -15,6 +15,7 @@ import contextlib
 from typing import Any, AsyncIterator, Awaitable, Callable, MutableMapping
 
 from onedoor.composition import AsgiMount, Endpoint, ServeContext
+from onedoor.threads import StoreUnavailable
 
 from . import HttpOptions
 from .errors import error_body, send_error
@@ -99,6 +100,10 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
                 return RedirectResponse(target, status_code=307)
         return JSONResponse({"doors": {d.name: m.prefix for d, m in zip(doors, mounts)}})
 
+    async def store_unavailable(request: Request, exc: Exception) -> Response:
+        body = error_body("store_unavailable", f"the thread store cannot be reached now ({exc}); try again")
+        return Response(body, status_code=503, media_type="application/json", headers={"retry-after": "1"})
+
     async def not_found(request: Request, exc: Exception) -> Response:
         body = error_body("not_found", f"no route for {request.url.path}")
         return Response(body, status_code=404, media_type="application/json")
@@ -116,7 +121,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
 
     routes: list[Any] = [Route(HEALTH_PATH, health), Route("/", root)]
     routes += [Mount(m.prefix.rstrip("/") or "/", app=m.app) for m in mounts]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, StoreUnavailable: store_unavailable})
     if ctx.hooks is not None:
         ctx.hooks.onedoor_http_app(app=app, ctx=ctx)
     guarded: ASGIApp = Guard(
