@@ -46,6 +46,7 @@ from .parking import ParkingLot
 from .port import CancelToken, Message, RunContext, ToolSpec, normalize_history
 from .question_gate import Injected, QuestionGate
 from .questions import Answer, Question, QuestionError, clip
+from .shared_journal import shared_store
 from .threads import Thread, ThreadStore, TurnRecorder, append_turn
 
 Approver = Callable[[str, str, Any], Any]  # before questions: async (call_id, name, arguments) -> bool
@@ -618,8 +619,8 @@ class RunStream:
         if thread is None or store is None or self._recorder is None:
             return
         opening = []
-        if thread.messages and thread.messages[-1].role == "user" and self.kernel._thread_runs[thread.id] == 1:
-            opening.append(Message("assistant", INTERRUPTED_REPLY))  # no run here is writing that turn
+        if await self._left_unanswered(thread):
+            opening.append(Message("assistant", INTERRUPTED_REPLY))
             self.history = [*self.history, opening[-1]]
         if self.message:
             opening.append(Message("user", self.message))
@@ -630,6 +631,17 @@ class RunStream:
                 self._turn_saved = True
                 raise StopRun(f"thread {thread.id!r} cannot be continued: {exc}") from None
         self._recorder.message = ""  # kept already: the end of the run adds only the reply
+
+    async def _left_unanswered(self, thread: Thread) -> bool:
+        """The thread ends with a user's message no run is answering: none of this kernel's,
+        nor (with a store that shares journals) another server's."""
+        if not thread.messages or thread.messages[-1].role != "user" or self.kernel._thread_runs[thread.id] != 1:
+            return False
+        shared = shared_store(self.kernel.store)
+        try:
+            return shared is None or not await shared.journal_live_on(thread.id, besides=self.run_id)
+        except Exception:  # noqa: BLE001 - cannot tell: leave the turn unmarked rather than mark it wrongly
+            return False
 
     async def _save_turn(self, outcome: Any) -> Any:
         """Append this run's turn to its thread (once); a turn that cannot be kept fails the run."""

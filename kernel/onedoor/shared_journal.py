@@ -73,6 +73,10 @@ class SharedJournalStore(Protocol):
 
     async def journal_cancel(self, run_id: str, principal: str) -> bool: ...
 
+    async def journal_live_on(self, thread_id: str, *, besides: str) -> bool:
+        """Whether a run other than ``besides`` is writing ``thread_id`` (its lease holds)."""
+        ...
+
     async def journal_prune(self, ended_before: float) -> int: ...
 
 

@@ -84,3 +84,11 @@ def prune(db: sqlite3.Connection, ended_before: float) -> int:
     with db:
         return db.execute("DELETE FROM journal_runs WHERE ended_at IS NOT NULL AND ended_at < ?",
                           (ended_before,)).rowcount
+
+
+def live_on(db: sqlite3.Connection, thread_id: str, besides: str) -> bool:
+    row = db.execute(
+        "SELECT 1 FROM journal_runs WHERE thread_id = ? AND run_id != ? AND ended_at IS NULL AND lease_until > ? LIMIT 1",
+        (thread_id, besides, time.time()),
+    ).fetchone()
+    return row is not None

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from . import sqlite_journal
 from .messages import Message
 from .shared_journal import JournalPage
-from .threads import Thread, ThreadError, ThreadSummary, check_thread_id, new_thread_id, title_from
+from .threads import Thread, ThreadError, ThreadSummary, check_append, check_thread_id, new_thread_id, title_from
 
 T = TypeVar("T")
 
@@ -141,7 +141,7 @@ class SQLiteThreadStore:
                     "SELECT version, chars, message_count, title FROM threads WHERE id = ? AND owner = ?",
                     (thread_id, owner),
                 ).fetchone()
-                _check_append(thread_id, row, expected_version, added, self.max_thread_chars)
+                check_append(thread_id, row, expected_version, added, self.max_thread_chars)
                 version, chars, count, title = row
                 db.executemany(
                     "INSERT INTO messages VALUES (?, ?, ?)",
@@ -192,18 +192,11 @@ class SQLiteThreadStore:
     async def journal_cancel(self, run_id: str, principal: str) -> bool:
         return await self._call(lambda db: sqlite_journal.cancel(db, run_id, principal))
 
+    async def journal_live_on(self, thread_id: str, *, besides: str) -> bool:
+        return await self._call(lambda db: sqlite_journal.live_on(db, thread_id, besides))
+
     async def journal_prune(self, ended_before: float) -> int:
         return await self._call(lambda db: sqlite_journal.prune(db, ended_before))
-
-
-def _check_append(thread_id: str, row: Any, expected_version: int, added: int, limit: int) -> None:
-    if row is None:
-        raise ThreadError("not_found", f"no thread {thread_id!r}")
-    version, chars = row[0], row[1]
-    if version != expected_version:
-        raise ThreadError("conflict", f"thread {thread_id!r} changed (version {version}, expected {expected_version})")
-    if chars + added > limit:
-        raise ThreadError("too_large", f"thread {thread_id!r} would hold {chars + added} characters; the limit is {limit}")
 
 
 def _read(db: sqlite3.Connection, owner: str, thread_id: str) -> Thread | None:

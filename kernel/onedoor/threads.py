@@ -198,6 +198,18 @@ async def append_turn(store: ThreadStore, thread: Thread, messages: Sequence[Mes
     raise ThreadError("conflict", f"thread {thread.id!r} changed {attempts} times while saving; try again")
 
 
+def check_append(thread_id: str, row: Any, expected_version: int, added: int, limit: int) -> None:
+    """For store authors: refuse an append to ``row`` (``(version, chars)`` of the owner's
+    thread, or None) the way every store must (not_found, conflict, too_large)."""
+    if row is None:
+        raise ThreadError("not_found", f"no thread {thread_id!r}")
+    version, chars = row[0], row[1]
+    if version != expected_version:
+        raise ThreadError("conflict", f"thread {thread_id!r} changed (version {version}, expected {expected_version})")
+    if chars + added > limit:
+        raise ThreadError("too_large", f"thread {thread_id!r} would hold {chars + added} characters; the limit is {limit}")
+
+
 def title_from(messages: Sequence[Message], limit: int = 80) -> str:
     """A thread's default title: its first user message, on one line, cut at ``limit``."""
     for message in messages:

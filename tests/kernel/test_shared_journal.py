@@ -134,3 +134,20 @@ async def test_deleting_a_thread_deletes_its_runs_journals(tmp_path):
     await b.store.close()
     files = [p for p in tmp_path.iterdir() if p.name.startswith("t.db")]
     assert files and not any(b"SWORDFISH" in p.read_bytes() for p in files), "the text is gone from disk"
+
+
+async def test_a_turn_another_server_is_still_answering_is_not_marked_interrupted(two_servers):
+    from onedoor.kernel import INTERRUPTED_REPLY
+
+    a, b = two_servers
+    thread = await a.store.create("alice")
+    journal = a.journals.start(a.run("/long 200", thread=thread, principal="alice"), on_disconnect="finish")
+    await read(journal, stop_after=3)  # server a is answering; its message is in the thread
+    on_b = await b.store.get("alice", thread.id)
+    assert on_b.messages[-1].content == "/long 200"
+    async with b.run("meanwhile, on b", thread=on_b, principal="alice") as run:
+        assert type([e async for e in run][-1]) is RunFinished
+    await await_for(lambda: journal.done, "server a's run to end")
+    kept = await b.store.get("alice", thread.id)
+    assert INTERRUPTED_REPLY not in [m.content for m in kept.messages], "a live turn on server a was not marked"
+    assert sorted(m.content for m in kept.messages if m.role == "user") == ["/long 200", "meanwhile, on b"]

@@ -10,6 +10,7 @@ reply shows the history the *other* server kept reached this server's backend.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,7 +31,7 @@ def servers(postgres: Any, tmp_path_factory: Any) -> Iterator[tuple[Any, Any]]:
 
     tokens = tmp_path_factory.mktemp("tokens") / "tokens"
     tokens.write_text(f"alice {TOKEN_A}\nbob {TOKEN_B}\n")
-    common = ["--door", "rest", "--store", "postgres", "-o", f"tokens_file={tokens}"]
+    common = ["--door", "rest", "--store", "postgres", "-o", f"tokens_file={tokens}", "-o", "rest.on_disconnect=finish"]
     # The DSN both ways: on the command line, and (as a secret should be) in the environment.
     with start_server([*common, "-o", f"postgres.dsn={postgres.dsn}"]) as one:
         with start_server(common, env={"ONEDOOR_POSTGRES_DSN": postgres.dsn}) as two:
@@ -55,6 +56,45 @@ def _chat(base: str, thread_id: str, message: str) -> dict:
 
 def _thread(base: str, thread_id: str, auth: dict[str, str] = AUTH_A) -> httpx.Response:
     return httpx.get(f"{base}/rest/threads/{thread_id}", headers=auth, timeout=30)
+
+
+def _frames(text: str) -> list[tuple[str, str, dict]]:
+    out = []
+    for frame in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in frame.split("\n") if ": " in line)
+        if "event" in fields:
+            out.append((fields.get("id", ""), fields["event"], json.loads(fields["data"])))
+    return out
+
+
+def test_a_reader_reattaches_through_the_other_server_to_a_run_still_going(servers: tuple[Any, Any]) -> None:
+    one, two = servers
+    thread_id = httpx.post(f"{one.base_url}/rest/threads", json={}, headers=AUTH_A, timeout=30).json()["id"]
+    seen: list[tuple[str, str, dict]] = []
+    with httpx.stream("POST", f"{one.base_url}/rest/threads/{thread_id}/chat/stream", json={"message": "/slow /long 40"},
+                      headers=AUTH_A, timeout=60) as response:
+        buffer = ""
+        for chunk in response.iter_text():
+            buffer += chunk
+            *whole, buffer = buffer.split("\n\n")
+            seen += _frames("\n\n".join(whole))
+            if len(seen) >= 5:
+                break  # the client's connection to server one drops mid-reply
+    run_id = seen[0][2]["run_id"]
+    assert httpx.get(f"{two.base_url}/rest/runs/{run_id}/events", headers={**AUTH_B, "last-event-id": seen[-1][0]},
+                     timeout=30).status_code == 404, "bob cannot follow alice's run on either server"
+    rest = httpx.get(f"{two.base_url}/rest/runs/{run_id}/events", headers={**AUTH_A, "last-event-id": seen[-1][0]},
+                     timeout=60)
+    assert rest.status_code == 200, rest.text
+    after = _frames(rest.text)
+    numbers = [int(event_id.rsplit(":", 1)[1]) for event_id, _, _ in seen + after]
+    assert numbers == list(range(1, len(numbers) + 1)), "every event exactly once, through two servers"
+    ending = after[-1]
+    assert ending[1] == "run_finished" and ending[2]["stop_reason"] == "end_turn", ending
+    text = "".join(data["text"] for _, name, data in seen + after if name == "text_delta")
+    assert text == ending[2]["text"]
+    stored = _thread(two.base_url, thread_id).json()["messages"]
+    assert stored[-1]["content"] == ending[2]["text"], "the run finished into its thread after its client left"
 
 
 def test_a_thread_started_on_one_server_continues_on_the_other(servers: tuple[Any, Any]) -> None:
@@ -86,9 +126,9 @@ def test_turns_sent_to_both_servers_at_once_are_all_kept(servers: tuple[Any, Any
     one, two = servers
     r = httpx.post(f"{two.base_url}/rest/threads", json={}, headers=AUTH_A, timeout=30)
     thread_id = r.json()["id"]
-    # Four at once: each run appends twice (its message as it starts, its reply as it ends) and
-    # retries a lost compare-and-set up to 8 times; four runs are within that on any interleaving.
-    sent = [(one if n % 2 else two, f"message {n}") for n in range(4)]
+    # Each run appends twice (its message as it starts, its reply as it ends); writers that lose
+    # a compare-and-set re-read, back off at random and try again.
+    sent = [(one if n % 2 else two, f"message {n}") for n in range(8)]
     with concurrent.futures.ThreadPoolExecutor(len(sent)) as pool:
         replies = list(pool.map(lambda item: _chat(item[0].base_url, thread_id, item[1]), sent))
     assert all(reply["stop_reason"] == "end_turn" for reply in replies), replies

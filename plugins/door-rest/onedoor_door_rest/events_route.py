@@ -4,7 +4,8 @@ Without a cursor it replays the run from its first event; with ``Last-Event-ID``
 ``?after=``, the ``id`` of the last event the client has) it sends every later event
 exactly once, then the live ones, up to the run's ending. Another principal's run, an
 unknown one and one whose journal has gone (``limits.journal_retention`` after it
-ended) are alike: 404 ``unknown_run``. A cursor older than the events kept: 409
+ended) are alike. With a store that shares journals (PostgreSQL), the run may be one
+another server drives: the reader follows it through the store: 404 ``unknown_run``. A cursor older than the events kept: 409
 ``cursor_expired`` (read the thread instead). Nothing after the cursor (the run has
 ended, or waits for answers): 204, which also tells an ``EventSource`` to stop
 reconnecting.
@@ -39,11 +40,19 @@ async def open_reader(journal: Any, after: int) -> FollowedRun:
     journal no longer holds what follows it."""
     reader = journal.follow(after=after)
     first = asyncio.ensure_future(first_event(reader))
-    await asyncio.sleep(0)  # the reader checks its cursor before its first wait
+    # a local journal checks the cursor before its first wait; one another server writes
+    # reads the store first (a millisecond): wait that long, not for a live event
+    await asyncio.wait({first}, timeout=0 if journal_is_local(journal) else 0.25)
     if first.done() and first.exception() is not None:
         await reader.aclose()
         raise first.exception()  # type: ignore[misc]
     return FollowedRun(journal, first=first, reader=reader)
+
+
+def journal_is_local(journal: Any) -> bool:
+    from onedoor.journal import RunJournal
+
+    return isinstance(journal, RunJournal)
 
 
 def add_events_route(app: Any, ctx: ServeContext, runs: _Runs) -> None:
@@ -79,7 +88,8 @@ def add_events_route(app: Any, ctx: ServeContext, runs: _Runs) -> None:
             description="the id of the last event received: RUN_ID:EPOCH:SEQ (422 if it is not one)",
         ),
     ) -> Any:
-        journal = journals.get(run_id, ctx.principal_of(request.scope))
+        journal = await journals.find(run_id, ctx.principal_of(request.scope))  # this server's, or (a store
+        # that shares journals) the one another server is writing
         if journal is None:
             return error_response(404, "unknown_run", f"no run {run_id!r} (unknown, or its events are no longer kept)")
         seq = 0

@@ -27,6 +27,10 @@ class PostgresOptions:
         default=10.0, metadata={"help": "seconds a call waits for a connection before it fails (PostgreSQL down, pool busy)"}
     )
     max_thread_chars: int = field(default=2_000_000, metadata={"help": "largest thread, in characters"})
+    shared_journal: bool = field(
+        default=True,
+        metadata={"help": "keep run journals in the database, so a client can reattach through any server sharing it"},
+    )
 
     def __post_init__(self) -> None:
         if not self.dsn.strip():
@@ -46,7 +50,8 @@ class PostgresOptions:
 def postgres(options: PostgresOptions) -> PostgresThreadStore:
     """The ``postgres`` store plugin."""
     return PostgresThreadStore(
-        options.dsn, pool_size=options.pool_size, timeout=options.timeout, max_thread_chars=options.max_thread_chars
+        options.dsn, pool_size=options.pool_size, timeout=options.timeout, max_thread_chars=options.max_thread_chars,
+        shared_journal=options.shared_journal,
     )
 
 

@@ -20,9 +20,19 @@ from typing import Any, AsyncIterator, Sequence
 
 import psycopg
 from onedoor.messages import Message
+from onedoor.shared_journal import JournalPage
 from onedoor.threads import StoreUnavailable as KernelStoreUnavailable
-from onedoor.threads import Thread, ThreadError, ThreadSummary, check_thread_id, new_thread_id, title_from
+from onedoor.threads import (
+    Thread,
+    ThreadError,
+    ThreadSummary,
+    check_append,
+    check_thread_id,
+    new_thread_id,
+    title_from,
+)
 
+from . import journal
 from .pool import ConnectionPool
 from .schema import NOW, READ_THREAD, SCHEMA, SCHEMA_LOCK
 
@@ -45,8 +55,10 @@ class PostgresThreadStore:
     answering) before it fails with :class:`StoreUnavailable`. Use one store per event loop.
     """
 
-    def __init__(self, dsn: str, *, pool_size: int = 10, timeout: float = 10.0, max_thread_chars: int = 2_000_000):
+    def __init__(self, dsn: str, *, pool_size: int = 10, timeout: float = 10.0, max_thread_chars: int = 2_000_000,
+                 shared_journal: bool = True):
         self._dsn = dsn
+        self.shares_journals = shared_journal  # onedoor.shared_journal: reattach through any server
         self.pool_size = pool_size
         self.timeout = timeout
         self.max_thread_chars = max_thread_chars
@@ -73,7 +85,7 @@ class PostgresThreadStore:
             if not self._ready:
                 async with self._pool.connection() as conn, conn.transaction():
                     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                    for statement in SCHEMA:
+                    for statement in (*SCHEMA, *journal.SCHEMA):
                         await conn.execute(statement)
                 self._ready = True
             return self._pool
@@ -152,7 +164,7 @@ class PostgresThreadStore:
                 (thread_id, owner),
             )
             row = await cursor.fetchone()
-            _check_append(thread_id, row, expected_version, added, self.max_thread_chars)
+            check_append(thread_id, row, expected_version, added, self.max_thread_chars)
             assert row is not None
             version, chars, count, title = row[0], row[1], row[2], json.loads(row[3])
             if bodies:
@@ -172,18 +184,38 @@ class PostgresThreadStore:
 
     async def delete(self, owner: str, thread_id: str) -> bool:
         async with self._connection() as conn:
-            cursor = await conn.execute("DELETE FROM onedoor_threads WHERE id = %s AND owner = %s", (thread_id, owner))
+            async with conn.transaction():
+                cursor = await conn.execute("DELETE FROM onedoor_threads WHERE id = %s AND owner = %s", (thread_id, owner))
+                if cursor.rowcount > 0:  # its runs' journals hold its text too
+                    await journal.forget_thread(conn, thread_id, owner)
             return cursor.rowcount > 0
 
+    # -- shared journals (onedoor.shared_journal) ---------------------------------------
+    async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,
+                           lease_until: float) -> None:
+        async with self._connection() as conn:
+            await journal.open_run(conn, run_id, principal, server_id, thread_id, lease_until)
 
-def _check_append(thread_id: str, row: Any, expected_version: int, added: int, limit: int) -> None:
-    if row is None:
-        raise ThreadError("not_found", f"no thread {thread_id!r}")
-    version, chars = row[0], row[1]
-    if version != expected_version:
-        raise ThreadError("conflict", f"thread {thread_id!r} changed (version {version}, expected {expected_version})")
-    if chars + added > limit:
-        raise ThreadError("too_large", f"thread {thread_id!r} would hold {chars + added} characters; the limit is {limit}")
+    async def journal_write(self, run_id: str, first_seq: int, events: Sequence[str], *, lease_until: float,
+                            ended: bool) -> bool:
+        async with self._connection() as conn:
+            return await journal.write(conn, run_id, first_seq, events, lease_until, ended)
+
+    async def journal_read(self, run_id: str, principal: str, after: int, *, limit: int = 500) -> JournalPage | None:
+        async with self._connection() as conn:
+            return await journal.read(conn, run_id, principal, after, limit)
+
+    async def journal_cancel(self, run_id: str, principal: str) -> bool:
+        async with self._connection() as conn:
+            return await journal.cancel(conn, run_id, principal)
+
+    async def journal_live_on(self, thread_id: str, *, besides: str) -> bool:
+        async with self._connection() as conn:
+            return await journal.live_on(conn, thread_id, besides)
+
+    async def journal_prune(self, ended_before: float) -> int:
+        async with self._connection() as conn:
+            return await journal.prune(conn, ended_before)
 
 
 def _thread(row: Any) -> Thread | None:
