@@ -31,7 +31,7 @@ ROOT = Path(os.environ.get("ONEDOOR_RELEASE_ROOT") or Path(__file__).resolve().p
 REPOSITORY = "https://github.com/onedoor-dev/onedoor"
 KERNEL_INIT = ROOT / "kernel" / "onedoor" / "__init__.py"
 
-# The eleven published distributions (folder -> import package), the kernel first.
+# The thirteen published distributions (folder -> import package), the kernel first.
 PUBLISHED = {
     ".": "onedoor",
     "transports/http": "onedoor_transport_http",
