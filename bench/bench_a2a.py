@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import subprocess
 import sys
-import time
 import uuid
+
+from benchlib import post_sse, start_server
 
 HOST = "127.0.0.1"
 PIECE = "word "
@@ -98,50 +98,11 @@ def read_run(port: int, prompt: str = "go") -> tuple[int, float, bytes]:
         "jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
         "params": {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": prompt}]}},
     }).encode()
-    head = (
-        f"POST /a2a/ HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
-        f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode()
-    data = bytearray()
-    with socket.create_connection((HOST, port), timeout=300) as sock:
-        started = time.perf_counter()
-        sock.sendall(head + body)
-        recv = sock.recv
-        while True:
-            chunk = recv(1 << 18)
-            if not chunk:
-                break
-            data += chunk
-        elapsed = time.perf_counter() - started
-    status = bytes(data[: data.find(b"\r\n")])
-    if b" 200 " not in status:
-        raise RuntimeError(f"port {port}: {status!r} {bytes(data[:300])!r}")
-    frames = data.count(b"data: ")
-    last = bytes(data[data.rfind(b"data: ") :][:300])
-    return frames, elapsed, last
+    return post_sse(port, "/a2a/", body, headers="A2A-Version: 1.0\r\n", timeout=300)
 
 
 def start(kind: str, deltas: int) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", kind, "--deltas", str(deltas)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    line = proc.stdout.readline() if proc.stdout else ""
-    if not line.startswith("PORT "):
-        proc.kill()
-        raise RuntimeError(f"{kind} server did not start: {line} {proc.stderr.read() if proc.stderr else ''}")
-    port = int(line.split()[1])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((HOST, port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    return proc, port
+    return start_server(__file__, "--serve", kind, "--deltas", str(deltas), what=f"{kind} server")
 
 
 def main() -> int:

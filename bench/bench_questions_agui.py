@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import socket
 import statistics
@@ -29,6 +28,8 @@ import subprocess
 import sys
 import time
 import uuid
+
+from benchlib import start_server
 
 HOST = "127.0.0.1"
 FRAME = re.compile(rb"data: (.*?)\n\n", re.S)
@@ -148,26 +149,7 @@ def one_round(port: int) -> dict[str, float]:
 
 
 def start(mode: str) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", mode],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    line = proc.stdout.readline() if proc.stdout else ""
-    if not line.startswith("PORT "):
-        proc.kill()
-        raise RuntimeError(f"{mode} server did not start: {line} {proc.stderr.read() if proc.stderr else ''}")
-    port = int(line.split()[1])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((HOST, port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    return proc, port
+    return start_server(__file__, "--serve", mode, what=f"{mode} server")
 
 
 def p99(values: list[float]) -> float:
