@@ -19,7 +19,8 @@ default, as before journals) cancels the run when its last reader leaves while i
 running; ``"finish"`` lets it run on into its thread, and a reader may come back.
 
 A journal is kept ``limits.journal_retention`` seconds after its run ends, and holds at
-most ``limits.max_journal_events`` events (the oldest go first); a cursor older than
+most ``limits.max_journal_events`` events (the oldest go first); ended journals hold at
+most ``limits.max_kept_journal_events`` in all (the oldest journals go first); a cursor older than
 what is kept raises :class:`CursorExpired` (doors answer 409, or a thread snapshot).
 Journals are per principal: another principal's run is unknown.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
@@ -191,6 +193,8 @@ class Journals:
         self.kernel = kernel
         self._journals: dict[str, RunJournal] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._ended: OrderedDict[str, RunJournal] = OrderedDict()  # ended journals, oldest first
+        self._ended_events = 0
 
     def __len__(self) -> int:
         return len(self._journals)
@@ -257,7 +261,24 @@ class Journals:
             limits = self.kernel.limits
             keep = limits.journal_retention + (0 if for_good else limits.question_ttl)
             asyncio.get_running_loop().call_later(keep, self._forget, journal)
+            if for_good:
+                self._keep_within_budget(journal)
+
+    def _keep_within_budget(self, ended: RunJournal) -> None:
+        """Ended journals hold at most ``limits.max_kept_journal_events`` events in all: past
+        it, the oldest ended ones go before their retention is over (their readers get
+        "unknown run" and read the thread instead)."""
+        self._ended[ended.run_id] = ended
+        self._ended_events += len(ended._events)
+        budget = self.kernel.limits.max_kept_journal_events
+        while self._ended_events > budget and len(self._ended) > 1:
+            _, oldest = self._ended.popitem(last=False)
+            self._ended_events -= len(oldest._events)
+            if self._journals.get(oldest.run_id) is oldest and not oldest.running:
+                del self._journals[oldest.run_id]
 
     def _forget(self, journal: RunJournal) -> None:
+        if self._ended.pop(journal.run_id, None) is journal:
+            self._ended_events -= len(journal._events)
         if self._journals.get(journal.run_id) is journal and not journal.running:
             del self._journals[journal.run_id]

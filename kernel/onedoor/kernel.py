@@ -71,6 +71,7 @@ class Limits:
     question_ttl: float = 600.0  # seconds a parked run waits for its answers before it ends cancelled
     journal_retention: float = 300.0  # seconds a run's journal is kept after it ends (reconnects, reattach)
     max_journal_events: int = 100_000  # events one run's journal holds; older ones go first
+    max_kept_journal_events: int = 1_000_000  # events all ended runs' journals hold together; oldest runs go first
 
 
 @dataclass

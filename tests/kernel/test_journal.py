@@ -157,3 +157,17 @@ async def test_a_deleted_threads_journals_are_forgotten(tmp_path):
     assert kernel.journals.forget_thread(thread.id, "alice") == 1
     assert kernel.journals.get(journal.run_id, "alice") is None
     await store.close()
+
+
+async def test_ended_journals_stay_within_their_budget_oldest_first():
+    kernel = kernel_with(max_kept_journal_events=60)
+    journals = []
+    for _ in range(4):
+        journal = kernel.journals.start(kernel.run("/long 20"), on_disconnect="finish")
+        await read(journal)
+        await await_for(lambda j=journal: not j.running, "the run to end")
+        journals.append(journal)
+    kept = [kernel.journals.get(j.run_id, "local") is not None for j in journals]
+    sizes = [j.last_seq for j in journals]
+    assert all(30 > size > 20 for size in sizes), sizes  # so two fit in 60 events and three do not
+    assert kept == [False, False, True, True], (kept, sizes)
