@@ -19,7 +19,9 @@ Every combination runs on Python 3.11; those in :data:`ALL_PYTHONS` also on 3.12
 developer's machine and fails in CI (``CI`` set). pyenv's interpreters are found even
 when pyenv does not put them on PATH.
 
-``nox`` runs the matrix, ``packaging`` and ``lint``. ``nox -s tests -- -k name`` passes
+``nox`` runs the matrix, ``packaging`` and ``lint``, two sessions at a time (session
+``matrix``: each session's output goes to ``.nox/logs/``, a failed one's tail is shown;
+``ONEDOOR_NOX_LANES`` sets how many at a time). ``nox -s tests -- -k name`` passes
 pytest args; ``nox -s "tests(kernel)"`` runs one combination; ``nox -s dev`` makes
 ``.venv`` with every distribution installed editable; ``nox -s bump -- 0.2.0`` sets the
 one version everywhere.
@@ -42,7 +44,7 @@ sys.path.insert(0, str(ROOT / "tests" / "release"))
 import onedoor_release as release  # noqa: E402  (tests/release/onedoor_release.py: versions, pins, bounds)
 
 IN_CI = bool(os.environ.get("CI"))
-nox.options.sessions = ["tests", "packaging", "lint"]
+nox.options.sessions = ["matrix"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = IN_CI
 
@@ -51,6 +53,9 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 # The combinations that run on every supported Python: the kernel alone, every web door
 # together, and a channel door (ACP over stdio).
 ALL_PYTHONS = {"kernel", "all-http", "door-acp"}
+NPM_READY = "ONEDOOR_NPM_READY"  # set by the matrix session: the npm folders are installed already
+# Rough minutes each session takes in CI, to start the long ones first (unknown: 1).
+EXPECTED_MINUTES = {"tests(newest)": 6, "tests(lowest)": 6, "packaging": 4, "tests(rest)": 2.5, "lint": 1.5}
 TEST_TOOLS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3", "hypothesis>=6.100", "httpx>=0.27"]
 # Not installable beside the others (hermes-agent pins openai/pydantic exactly): own environments only.
 OWN_ENVIRONMENT = {"plugins/backend-hermes"}
@@ -124,8 +129,9 @@ def _install(session: nox.Session, combo: dict) -> None:
     else:
         # One resolver pass: the kernel, the plugins and the pins together.
         session.install(*TEST_TOOLS, *targets)
-    for folder in combo.get("npm", []):
-        session.run("npm", "ci", "--no-audit", "--no-fund", "--prefix", folder, external=True)
+    if os.environ.get(NPM_READY) != "1":  # (the matrix session installs them once, before its lanes)
+        for folder in combo.get("npm", []):
+            session.run("npm", "ci", "--no-audit", "--no-fund", "--prefix", folder, external=True)
 
 
 def _install_lowest(session: nox.Session, local: list[str], targets: list[str]) -> None:
@@ -167,6 +173,47 @@ def tests(session: nox.Session, combo: str) -> None:
     (artifacts / "pip-freeze.txt").write_text(session.run("python", "-m", "pip", "freeze", silent=True) or "")
     env = {"ONEDOOR_TEST_ARTIFACTS": str(artifacts), "ONEDOOR_COMBO": combo}
     session.run("pytest", *spec["tests"], *session.posargs, env=env)
+
+
+@nox.session(python=False)
+def matrix(session: nox.Session) -> None:
+    """Every test combination, ``packaging`` and ``lint``, ONEDOOR_NOX_LANES (2) at a time.
+
+    Each runs as its own ``nox -s NAME`` with its output in ``.nox/logs/NAME.log``; the npm
+    folders are installed once first (sessions at once would race on one node_modules).
+    Fails, with each failed session's last lines, if any session fails."""
+    import concurrent.futures
+    import time
+
+    names = [f"tests({param.id})" for param in _matrix()] + ["packaging", "lint"]
+    if session.posargs:  # `nox -s matrix -- kernel rest lint`: only those
+        names = [name for name in names if name in session.posargs or name[len("tests("):-1] in session.posargs]
+    names.sort(key=lambda name: -EXPECTED_MINUTES.get(name, 1))
+    for folder in sorted({folder for combo in COMBOS.values() for folder in combo.get("npm", [])}):
+        session.run("npm", "ci", "--no-audit", "--no-fund", "--prefix", folder, external=True)
+    logs = ROOT / ".nox" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, NPM_READY: "1"}
+
+    def run(name: str) -> tuple[str, int, float]:
+        started = time.monotonic()
+        with open(logs / f"{name}.log", "w") as log:
+            code = subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-s", name],
+                                  stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT).returncode
+        took = time.monotonic() - started
+        session.log(f"{name}: {'ok' if code == 0 else f'FAILED (exit {code})'} in {took:.0f} s")
+        return name, code, took
+
+    lanes = int(os.environ.get("ONEDOOR_NOX_LANES", "2"))
+    with concurrent.futures.ThreadPoolExecutor(max(1, lanes)) as pool:
+        results = list(pool.map(run, names))
+    failed = [name for name, code, _ in results if code != 0]
+    for name in failed:
+        tail = (logs / f"{name}.log").read_text(errors="replace").splitlines()[-60:]
+        session.log(f"--- {name}: the last lines of .nox/logs/{name}.log ---\n" + "\n".join(tail))
+    session.log(f"{len(results) - len(failed)} of {len(results)} sessions passed")
+    if failed:
+        session.error(f"failed: {', '.join(failed)}")
 
 
 @nox.session(python=PYTHON)
