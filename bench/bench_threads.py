@@ -9,6 +9,11 @@
    thread adds (what matters against a model's turn of hundreds of milliseconds).
 2. Listing and loading in a store of 10,000 threads (one owner): the first page of 50,
    a page deep in the list (``before``), and loading one thread, SQLite and PostgreSQL.
+3. Following a run another server drives (journals shared through the store: SQLite with
+   ``shared_journal``, PostgreSQL): two kernels on one store; a backend on kernel A stamps
+   each text delta with the time it was made, one every 20 ms; a reader on kernel B
+   (``kernel.journals.find``) notes when each arrives. Medians and p99 of that lag (the
+   store write before delivery, plus polling), beside the same lag for a reader on A.
 
 PostgreSQL is a throwaway server (tests/store_postgres/pg_server.py: initdb + pg_ctl, unix
 socket) with its durable defaults (fsync on, synchronous_commit on); SQLite is a file in
@@ -149,6 +154,55 @@ def _postgres() -> tuple[Any, str]:
     return LocalPostgres(durable=True).start(), ""
 
 
+class StampingAgent:
+    """Text deltas that carry the time they were made, one every 20 ms."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    async def run(self, message: str, *, history: Any = None, context: Any = None) -> Any:
+        from onedoor.events import RunFinished, RunStarted, TextDelta
+
+        yield RunStarted(context.run_id)
+        text = ""
+        for _ in range(self.count):
+            await asyncio.sleep(0.02)
+            stamp = f"{time.time():.6f};"
+            text += stamp
+            yield TextDelta(stamp)
+        yield RunFinished(context.run_id, text)
+
+
+async def follow_lag(make_store: Any, count: int) -> dict[str, list[float]]:
+    """Seconds from a delta's making to its arrival, at a reader on A and one on B."""
+    from onedoor.events import TextDelta
+    from onedoor.testing import kernel_for_agent
+
+    a_store, b_store = make_store(), make_store()
+    a = kernel_for_agent(lambda: StampingAgent(count), "stamping")
+    a.store = a_store
+    b = kernel_for_agent(lambda: StampingAgent(count), "stamping")
+    b.store = b_store
+    lags: dict[str, list[float]] = {"same_server": [], "other_server": []}
+
+    async def reader(journal: Any, into: list[float]) -> None:
+        async for _, event in journal.follow(0):
+            if isinstance(event, TextDelta):
+                into.append(time.time() - float(event.text.rstrip(";")))
+
+    try:
+        journal = a.journals.start(a.run("go", principal="bench"), on_disconnect="finish")
+        local = asyncio.ensure_future(reader(journal, lags["same_server"]))
+        await asyncio.sleep(0.05)
+        remote = await b.journals.find(journal.run_id, "bench")
+        assert remote is not None, "the other server finds the run through the store"
+        await asyncio.gather(local, reader(remote, lags["other_server"]))
+    finally:
+        await a_store.close()
+        await b_store.close()
+    return lags
+
+
 async def measure(folder: Path, pg: Any, turns: int, reps: int) -> dict[str, Any]:
     from onedoor.sqlite_store import SQLiteThreadStore
 
@@ -165,7 +219,12 @@ async def measure(folder: Path, pg: Any, turns: int, reps: int) -> dict[str, Any
     finally:
         for store in [*stores.values(), *big.values()]:
             await store.close()
-    return {"turns": seconds, "listing": listing}
+    count = turns // 3
+    shared = {"sqlite": lambda: SQLiteThreadStore(folder / "shared.sqlite3", shared_journal=True)}
+    if pg is not None:
+        shared["postgres"] = lambda: PostgresThreadStore(pg.dsn, pool_size=4)
+    lags = {name: await follow_lag(make, count) for name, make in shared.items()}
+    return {"turns": seconds, "listing": listing, "lags": lags}
 
 
 def report(figures: dict[str, Any], turns: int, skipped: str) -> dict[str, Any]:
@@ -187,6 +246,10 @@ def report(figures: dict[str, Any], turns: int, skipped: str) -> dict[str, Any]:
         for key in ("list_first_page_ms", "load_thread_ms"):
             value = listing["postgres"][key] / listing["sqlite"][key]
             ratios[f"postgres_{key.removesuffix('_ms')}_vs_sqlite"] = {"value": round(value, 3), "target": ""}
+    for name, lags in figures.get("lags", {}).items():
+        for where, values in lags.items():
+            metrics[f"{name}_follow_{where}_lag_median_ms"] = round(statistics.median(values) * 1000, 3)
+            metrics[f"{name}_follow_{where}_lag_p99_ms"] = round(_p99(values) * 1000, 3)
     if skipped:
         metrics["postgres_skipped"] = skipped
     return {"name": "threads", "metrics": metrics, "ratios": ratios}
