@@ -245,6 +245,8 @@ function element(tag, className, content) {
   return el;
 }
 
+const EXPIRY_GRACE_MS = 1500;
+
 // One card; resolves with the response ({status, payload?, expired?}) once answered or expired.
 function askCard(view, interrupt) {
   const metadata = interrupt.metadata && typeof interrupt.metadata === "object" ? interrupt.metadata : {};
@@ -277,7 +279,9 @@ function askCard(view, interrupt) {
       const at = new Date(interrupt.expiresAt);
       if (!Number.isNaN(at.getTime())) {
         card.append(element("div", "expiry", `Answer before ${at.toLocaleTimeString()}`));
-        const wait = Math.min(Math.max(at.getTime() - Date.now(), 0), 2 ** 31 - 1);
+        // the server decides when a question has expired: the card gives up a moment after it
+        // has (then the run is ended there, and abandoning it is accepted), never before
+        const wait = Math.min(Math.max(at.getTime() - Date.now(), 0) + EXPIRY_GRACE_MS, 2 ** 31 - 1);
         timer = setTimeout(() => finish({ status: "cancelled", expired: true }, "Expired before it was answered."), wait);
       }
     }
