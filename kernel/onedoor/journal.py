@@ -91,6 +91,8 @@ class RunJournal:
         self._durable_seq: int | None = None  # with a shared journal: the last number the store holds
         self.writer: JournalWriter | None = None
         self.done = False  # the run has ended for good (not just suspended for answers)
+        self.forgotten = False  # its thread was deleted: dropped as soon as the run ends
+        self.dropped = False  # no longer kept by the kernel (retention, budget, deleted thread)
 
     @property
     def last_seq(self) -> int:
@@ -234,14 +236,29 @@ class Journals:
         page = await store.journal_read(run_id, principal, 0, limit=0)
         return RemoteJournal(store, run_id, principal, page) if page is not None else None
 
+    def kept(self, run_id: str) -> bool:
+        """A journal of this run id is kept (anyone's)."""
+        return run_id in self._journals
+
     def forget_thread(self, thread_id: str, principal: str) -> int:
-        """Drop the ended journals of a deleted thread (they hold its text); a running
-        run's journal stays until it ends. Returns how many were dropped."""
-        gone = [j for j in self._journals.values()
-                if j.thread_id == thread_id and j.principal == principal and not j.running]
-        for journal in gone:
+        """Drop the journals of a deleted thread at once (they hold its text): readers find
+        the runs unknown, and a reader still following one gets no more of it.
+        ``kernel.forget_thread`` also cancels the runs. Returns how many were dropped."""
+        mine = [j for j in self._journals.values() if j.thread_id == thread_id and j.principal == principal]
+        for journal in mine:
+            journal.forgotten = True
+            self._drop(journal)
+        return len(mine)
+
+    def _drop(self, journal: RunJournal) -> None:
+        journal.dropped = True
+        if self._ended.pop(journal.run_id, None) is journal:
+            self._ended_events -= len(journal._events)
+        if self._journals.get(journal.run_id) is journal:
             del self._journals[journal.run_id]
-        return len(gone)
+        if journal.forgotten:  # a deleted thread's text: not even a reader holding the journal gets it
+            journal._first_seq += len(journal._events)
+            journal._events.clear()
 
     def get(self, run_id: str, principal: str) -> RunJournal | None:
         journal = self._journals.get(run_id) if isinstance(run_id, str) else None
@@ -268,17 +285,19 @@ class Journals:
         """Ended journals hold at most ``limits.max_kept_journal_events`` events in all: past
         it, the oldest ended ones go before their retention is over (their readers get
         "unknown run" and read the thread instead)."""
+        if ended.forgotten:  # its thread was deleted while it ran
+            self._drop(ended)
+            return
+        previous = self._ended.pop(ended.run_id, None)
+        if previous is not None:
+            self._ended_events -= len(previous._events)
         self._ended[ended.run_id] = ended
         self._ended_events += len(ended._events)
         budget = self.kernel.limits.max_kept_journal_events
         while self._ended_events > budget and len(self._ended) > 1:
-            _, oldest = self._ended.popitem(last=False)
-            self._ended_events -= len(oldest._events)
-            if self._journals.get(oldest.run_id) is oldest and not oldest.running:
-                del self._journals[oldest.run_id]
+            oldest = next(iter(self._ended.values()))
+            self._drop(oldest)
 
     def _forget(self, journal: RunJournal) -> None:
-        if self._ended.pop(journal.run_id, None) is journal:
-            self._ended_events -= len(journal._events)
-        if self._journals.get(journal.run_id) is journal and not journal.running:
-            del self._journals[journal.run_id]
+        if not journal.running:
+            self._drop(journal)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import threading
 import time
 import weakref
@@ -253,8 +254,8 @@ class Kernel:
                                  f"{', '.join(clip(q) for q in waiting)}: answer them (or cancel the run) first")
             history = thread.messages
         past = self._check_input(message, history)
-        if run_id is not None and run_id in self._live_ids:
-            raise RunRefused("invalid", f"run id {clip(run_id)} is in use (running or waiting for answers)")
+        if run_id is not None:
+            self._check_run_id(run_id)
         self._take_slot()
         context = RunContext(
             run_id=run_id or os.urandom(16).hex(),
@@ -272,6 +273,29 @@ class Kernel:
         self._runs.add(stream)
         self._live_ids.add(context.run_id)
         return stream
+
+    def _check_run_id(self, run_id: Any) -> None:
+        """A run id a door passes on from its client: usable in a journal cursor, and not
+        in use nor used recently (a journal still kept), by anyone: a run never continues
+        another's events."""
+        if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+            raise RunRefused("invalid", f"a run id is 1-128 letters, digits or -_. (got {clip(repr(run_id))})")
+        if run_id in self._live_ids:
+            raise RunRefused("invalid", f"run id {clip(run_id)} is in use (running or waiting for answers)")
+        if self._journals is not None and self._journals.kept(run_id):
+            raise RunRefused("invalid", f"run id {clip(run_id)} was used recently; choose a new one")
+
+    def forget_thread(self, thread_id: str, principal: str) -> int:
+        """After a thread's deletion: cancel the runs still writing it (waiting for answers
+        too) and drop its runs' journals, which hold its text. Returns how many runs were
+        cancelled. Doors call it when they delete a thread."""
+        runs = [r for r in list(self._runs) if r.thread is not None and r.thread.id == thread_id
+                and r.principal == principal and r.outcome is None]
+        for run in runs:
+            run.cancel()
+        if self._journals is not None:
+            self._journals.forget_thread(thread_id, principal)
+        return len(runs)
 
     def _check_input(self, message: Any, history: Iterable[Any] | None) -> list[Message]:
         """The normalized history; RunRefused for a message or history the kernel will not run."""
@@ -315,7 +339,8 @@ class Kernel:
 
 
 _TERMINAL = (RunFinished, RunFailed)
-INTERRUPTED_REPLY = "[reply interrupted: the server stopped]"  # kept for a turn no server finished
+INTERRUPTED_REPLY = "[reply interrupted: the server stopped]"
+RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # what a door may pass as run_id (journal cursors carry it)  # kept for a turn no server finished
 
 
 def _fail_if_asked(injected: Injected) -> None:

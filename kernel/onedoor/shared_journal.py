@@ -59,7 +59,9 @@ class SharedJournalStore(Protocol):
     shares_journals: bool
 
     async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,
-                           lease_until: float) -> None: ...
+                           lease_until: float) -> bool:
+        """Claim the run's row (False: it is another principal's, or an ended run's)."""
+        ...
 
     async def journal_write(self, run_id: str, first_seq: int, events: Sequence[str], *, lease_until: float,
                             ended: bool) -> bool:
@@ -109,8 +111,9 @@ class JournalWriter:
     async def _run(self) -> None:
         journal, store = self.journal, self.store
         try:
-            await store.journal_open(journal.run_id, journal.principal, SERVER_ID, journal.thread_id,
-                                     time.time() + LEASE_TTL)
+            if not await store.journal_open(journal.run_id, journal.principal, SERVER_ID, journal.thread_id,
+                                            time.time() + LEASE_TTL):
+                raise RuntimeError("its run id is another run's in the store")
             await store.journal_prune(time.time() - self.retention)
             self.written = journal.first_held_seq - 1
             while True:
@@ -157,6 +160,12 @@ class RemoteJournal:
     def cancel(self) -> None:
         asyncio.get_running_loop().create_task(self.store.journal_cancel(self.run_id, self.principal))
 
+    async def _ends_at(self, seq: int) -> bool:
+        page = await self.store.journal_read(self.run_id, self.principal, seq - 1, limit=1)
+        if page is None or not page.events:
+            return False
+        return isinstance(event_from_json(page.events[0][1]), (RunFinished, RunFailed))
+
     async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, Event]]:
         from .journal import CursorExpired
 
@@ -167,6 +176,8 @@ class RemoteJournal:
             raise CursorExpired(f"events after {self.cursor(after)} are no longer kept; read the thread instead")
         if after > page.last_seq:
             raise CursorExpired(f"{self.cursor(after)} is not a cursor this run gave out")
+        if not page.events and after >= 1 and await self._ends_at(after):
+            return  # the cursor is the run's ending (or its waiting for answers): nothing more now
         seq, pause = after, 0.005
         while True:
             for number, text in page.events:

@@ -33,14 +33,18 @@ CREATE TABLE IF NOT EXISTS journal_events (
 
 
 def open_run(db: sqlite3.Connection, run_id: str, principal: str, server_id: str, thread_id: str | None,
-             lease_until: float) -> None:
+             lease_until: float) -> bool:
+    """Claim the run's row: a new one, or the same principal's run going on (resumed). A row
+    of another principal, or of a run that has ended, is never taken over: False."""
     with db:
-        db.execute(
+        changed = db.execute(
             "INSERT INTO journal_runs (run_id, principal, server_id, thread_id, lease_until) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id) DO UPDATE SET server_id = excluded.server_id, lease_until = excluded.lease_until, "
-            "thread_id = COALESCE(excluded.thread_id, journal_runs.thread_id)",
+            "thread_id = COALESCE(excluded.thread_id, journal_runs.thread_id) "
+            "WHERE journal_runs.principal = excluded.principal AND journal_runs.ended_at IS NULL",
             (run_id, principal, server_id, thread_id, lease_until),
-        )
+        ).rowcount
+    return changed > 0
 
 
 def write(db: sqlite3.Connection, run_id: str, first_seq: int, events: Sequence[str], lease_until: float,

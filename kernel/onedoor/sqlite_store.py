@@ -179,8 +179,8 @@ class SQLiteThreadStore:
 
     # -- shared journals (onedoor.shared_journal) ---------------------------------------
     async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,
-                           lease_until: float) -> None:
-        await self._call(lambda db: sqlite_journal.open_run(db, run_id, principal, server_id, thread_id, lease_until))
+                           lease_until: float) -> bool:
+        return await self._call(lambda db: sqlite_journal.open_run(db, run_id, principal, server_id, thread_id, lease_until))
 
     async def journal_write(self, run_id: str, first_seq: int, events: Sequence[str], *, lease_until: float,
                             ended: bool) -> bool:

@@ -190,6 +190,8 @@ def test_listing_pages(server):
         ("GET", "threads/" + "x" * 129, 422, "1-128"),
         ("GET", "threads?limit=0", 422, "limit"),
         ("GET", "threads?limit=many", 422, "limit"),
+        ("GET", "threads?limit=%E2%91%A0", 422, "limit"),  # "①" is a digit to str.isdigit, not to int()
+        ("GET", "threads?limit=%C2%B2", 422, "limit"),
         ("GET", "threads?before=%00", 422, "before"),
         ("GET", "threads/no-such-thread", 404, "no thread"),
         ("POST", "threads", 405, "not allowed"),
@@ -353,3 +355,16 @@ def test_hostile_inputs_on_a_threaded_server_get_errors_and_it_keeps_serving(tmp
         assert reply_of(again) == "You said: fine? (1 words, turn 1)"
     stderr = srv.proc.stderr.read() if srv.proc.stderr else ""
     assert traceback_in(stderr) is None, stderr[-3000:]
+
+
+def test_deleting_a_thread_stops_its_run_and_forgets_its_events(server):
+    tid = new_id("deleted")
+    run_id, _ = start_and_leave(server, tid, "/slow /long 200 the secret plan", forwardedProps={"onDisconnect": "finish"})
+    assert httpx.get(url(server, f"runs/{run_id}/events"), headers=auth(ALICE), timeout=5,
+                     params={"after": "x"}).status_code in (404, 422)  # the route exists for the run
+    gone = httpx.delete(url(server, f"threads/{tid}"), headers=auth(ALICE), timeout=30)
+    assert gone.status_code == 200
+    after = httpx.get(url(server, f"runs/{run_id}/events"), headers=auth(ALICE), timeout=30)
+    assert after.status_code == 404 and "secret plan" not in after.text, after.text
+    assert thread(server, tid).status_code == 404
+    assert reply_of(events_of(run(server, new_id("after"), [user("still serving")]))).startswith("You said")

@@ -315,3 +315,20 @@ def test_without_a_store_threads_answer_501(tmp_path: Path) -> None:
                 assert "keeps no threads" in detail
             r = client.post("/rest/chat", json={"message": "hi"})  # stateless chat still works
             assert r.status_code == 200 and r.json()["reply"].startswith("You said: hi"), r.text
+
+
+def test_deleting_a_thread_ends_its_waiting_run_and_forgets_its_events(client: httpx.Client) -> None:
+    thread_id = new_thread(client)
+    asked = client.post(f"/rest/threads/{thread_id}/chat/stream", json={"message": "/question the secret word?"},
+                        headers=AUTH_A)
+    frames = sse_frames(asked.text)
+    run_id = frames[0].data["run_id"]
+    question_url = f"/rest/runs/{run_id}/questions"
+    assert client.get(question_url, headers=AUTH_A).json()["questions"], "the run waits for an answer"
+    replay = client.get(f"/rest/runs/{run_id}/events", headers=AUTH_A)
+    assert replay.status_code == 200 and "the secret word" in replay.text
+    assert client.delete(f"/rest/threads/{thread_id}", headers=AUTH_A).status_code == 204
+    check_error(client.get(f"/rest/runs/{run_id}/events", headers=AUTH_A), 404, "unknown_run")
+    waiting = client.get(question_url, headers=AUTH_A)
+    assert waiting.status_code == 404 or waiting.json()["questions"] == [], waiting.text
+    assert client.post("/rest/chat", json={"message": "still serving"}, headers=AUTH_A).status_code == 200

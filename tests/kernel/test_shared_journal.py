@@ -151,3 +151,41 @@ async def test_a_turn_another_server_is_still_answering_is_not_marked_interrupte
     kept = await b.store.get("alice", thread.id)
     assert INTERRUPTED_REPLY not in [m.content for m in kept.messages], "a live turn on server a was not marked"
     assert sorted(m.content for m in kept.messages if m.role == "user") == ["/long 200", "meanwhile, on b"]
+
+
+async def test_a_run_waiting_for_answers_reads_as_nothing_more_through_the_other_server(two_servers):
+    from onedoor.askers import SuspendAsker
+    from onedoor.events import STOP_SUSPENDED
+
+    a, b = two_servers
+    journal = a.journals.start(a.run('/question {"prompt": "Name?"}', principal="alice", asker=SuspendAsker()))
+    seen = await read(journal)
+    assert seen[-1][1].stop_reason == STOP_SUSPENDED
+    await await_for(lambda: journal.writer is not None and journal.writer.written == journal.last_seq,
+                    "the suspension to be in the store")
+    remote = await b.journals.find(journal.run_id, "alice")
+    assert await read(remote, after=journal.last_seq) == [], "no hang: nothing comes until an answer"
+    again = await read(remote, after=journal.last_seq - 1)
+    assert [e.stop_reason for _, e in again] == [STOP_SUSPENDED]
+
+
+async def test_a_reused_run_id_never_continues_another_principals_journal(two_servers):
+    from onedoor.errors import RunRefused
+
+    a, b = two_servers
+    journal = a.journals.start(a.run("alice's secret", principal="alice", run_id="r-same"), on_disconnect="finish")
+    await read(journal)
+    with pytest.raises(RunRefused, match="used recently"):
+        a.run("bob here", principal="bob", run_id="r-same")  # this server still keeps the journal
+    on_b = b.journals.start(b.run("bob's words", principal="bob", run_id="r-same"), on_disconnect="finish")
+    await read(on_b)  # server b does not know the id: its run goes on, unshared
+    await await_for(lambda: on_b.writer is not None and on_b.writer.failed, "b's writer to give the row up")
+    c = server(a.store.path)  # a third server reads what the store holds for the run id
+    try:
+        remote = await c.journals.find("r-same", "alice")
+        texts = "".join(getattr(e, "text", "") for _, e in await read(remote))
+        assert "bob" not in texts and "alice" in texts
+        assert await c.journals.find("r-same", "bob") is None
+    finally:
+        await c.store.close()
+    assert await b.journals.find("r-same", "bob") is on_b  # b's own, local

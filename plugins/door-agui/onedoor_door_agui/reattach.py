@@ -53,12 +53,21 @@ class LiveRuns:
         self.by_thread: dict[tuple[str, str], str] = {}
 
     def add(self, live: LiveRun) -> None:
+        self._forget_dropped()
         self.by_run[live.agui_run_id] = live
         self.by_run.move_to_end(live.agui_run_id)
         self.by_thread[(live.principal, live.thread_id)] = live.agui_run_id
         while len(self.by_run) > LIVE_MEMORY:
             _, old = self.by_run.popitem(last=False)
             if self.by_thread.get((old.principal, old.thread_id)) == old.agui_run_id:
+                del self.by_thread[(old.principal, old.thread_id)]
+
+    def _forget_dropped(self) -> None:
+        """Let go of runs whose journal the kernel no longer keeps (each holds its thread's
+        snapshot: kept past the journal, they would only hold memory)."""
+        for run_id in [run_id for run_id, live in self.by_run.items() if getattr(live.journal, "dropped", False)]:
+            old = self.by_run.pop(run_id)
+            if self.by_thread.get((old.principal, old.thread_id)) == run_id:
                 del self.by_thread[(old.principal, old.thread_id)]
 
     def get(self, agui_run_id: str, principal: str) -> LiveRun | None:

@@ -75,6 +75,7 @@ class ThreadRoutes:
             if not await store.delete(principal, thread_id):
                 await send_error(send, 404, "not_found", f"no thread {thread_id!r}")
                 return
+            self.kernel.forget_thread(thread_id, principal)  # its runs stop, their journals (its text) go
             await send_json(send, 200, {"deleted": True, "threadId": thread_id})
         else:
             await send_error(send, 405, "method_not_allowed", f"{method} is not allowed on a thread; GET or DELETE it")
@@ -82,7 +83,7 @@ class ThreadRoutes:
     async def list(self, scope: dict[str, Any], send: Any, store: Any, principal: str) -> None:
         query = _query(scope)
         raw_limit = query.get("limit", "50")
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIST:
+        if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= MAX_LIST:
             await send_error(send, 422, "invalid_request", f"limit must be a whole number from 1 to {MAX_LIST}")
             return
         limit = int(raw_limit)

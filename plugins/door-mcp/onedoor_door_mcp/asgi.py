@@ -139,7 +139,9 @@ class SessionOwners:
         self._owners: OrderedDict[str, str] = OrderedDict()
 
     def allows(self, session: str, principal: str) -> bool:
-        return self._owners.get(session, principal) == principal
+        """Every session the SDK makes is noted as its response goes out: one not noted is
+        bogus or forgotten (the oldest go past LIMIT), and is nobody's to use."""
+        return self._owners.get(session) == principal
 
     def noting(self, principal: str, send: Any) -> Any:
         """``send`` that records the principal of a session the SDK creates."""

@@ -216,7 +216,9 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
         responses={204: {"description": "deleted; the thread is gone (404 from now on)"}, **_READ_ERRORS},
     )
     async def delete_thread(request: Request, thread_id: str = thread_id_path) -> Any:
-        await desk.delete(ctx.principal_of(request.scope), thread_id)
+        principal = ctx.principal_of(request.scope)
+        await desk.delete(principal, thread_id)
+        ctx.kernel.forget_thread(thread_id, principal)  # its runs stop, their journals (its text) go
         return Response(status_code=204)
 
     async def start_turn(request: Request, thread_id: str, message: str) -> Any:

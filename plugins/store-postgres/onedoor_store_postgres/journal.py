@@ -39,13 +39,17 @@ SCHEMA = (
 
 
 async def open_run(conn: Any, run_id: str, principal: str, server_id: str, thread_id: str | None,
-                   lease_until: float) -> None:
-    await conn.execute(
+                   lease_until: float) -> bool:
+    """Claim the run's row: a new one, or the same principal's run going on (resumed). A row
+    of another principal, or of a run that has ended, is never taken over: False."""
+    cursor = await conn.execute(
         "INSERT INTO onedoor_journal_runs (run_id, principal, server_id, thread_id, lease_until) "
         "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET server_id = EXCLUDED.server_id, "
-        "lease_until = EXCLUDED.lease_until, thread_id = COALESCE(EXCLUDED.thread_id, onedoor_journal_runs.thread_id)",
+        "lease_until = EXCLUDED.lease_until, thread_id = COALESCE(EXCLUDED.thread_id, onedoor_journal_runs.thread_id) "
+        "WHERE onedoor_journal_runs.principal = EXCLUDED.principal AND onedoor_journal_runs.ended_at IS NULL",
         (run_id, principal, server_id, thread_id, lease_until),
     )
+    return cursor.rowcount > 0
 
 
 async def write(conn: Any, run_id: str, first_seq: int, events: Sequence[str], lease_until: float,

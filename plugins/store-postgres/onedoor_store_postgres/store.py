@@ -192,9 +192,9 @@ class PostgresThreadStore:
 
     # -- shared journals (onedoor.shared_journal) ---------------------------------------
     async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,
-                           lease_until: float) -> None:
+                           lease_until: float) -> bool:
         async with self._connection() as conn:
-            await journal.open_run(conn, run_id, principal, server_id, thread_id, lease_until)
+            return await journal.open_run(conn, run_id, principal, server_id, thread_id, lease_until)
 
     async def journal_write(self, run_id: str, first_seq: int, events: Sequence[str], *, lease_until: float,
                             ended: bool) -> bool:
