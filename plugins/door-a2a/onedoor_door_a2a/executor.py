@@ -135,9 +135,16 @@ class KernelExecutor(AgentExecutor):
             return None
         thread_id = check_thread_id(context_id)
         thread = await store.get(principal, thread_id)
-        if thread is None:
-            thread = await store.create(principal, thread_id=thread_id)
-        return thread
+        if thread is not None:
+            return thread
+        try:
+            return await store.create(principal, thread_id=thread_id)
+        except ThreadError as exc:
+            # two first messages on one new context at once: the other made it a moment ago
+            again = await store.get(principal, thread_id) if exc.reason == "conflict" else None
+            if again is None:
+                raise
+            return again
 
     async def _answer(self, context: RequestContext, updater: TaskUpdater, principal: str) -> Any:
         """The resumed run, once the message answers the task's open question; else None
