@@ -21,6 +21,7 @@ import httpx
 import pytest
 from cross_helpers import ENDPOINTS, INIT, MCP_HEADERS, doors_server, installed_asgi_doors
 from onedoor.testing.hostile import Case, all_raw, mutations, traceback_in
+from onedoor_test_support import wait_for
 
 JSON_TYPE = {"content-type": "application/json"}
 TOOLS_CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "ask", "arguments": {"message": "hi"}}}
@@ -126,4 +127,4 @@ def test_hostile_corpus_against_the_door(door):
               f"statuses {result['statuses']}, 5xx {result['5xx']}, tracebacks {result['tracebacks']}")
         assert tally.failures == [], "\n".join(tally.failures[:30])
         assert traceback_in(server.logs.text) is None, server.logs.text[-4000:]
-        assert server.kernel.active_runs == 0
+        wait_for(lambda: server.kernel.active_runs == 0, "every run to end")

@@ -12,6 +12,7 @@ from ag_ui_validate.pytest_plugin import validate_agui
 from agui_helpers import TOKEN, agui_server, parse_sse, run_input
 from onedoor.kernel import Limits
 from onedoor_door_agui import AguiOptions
+from onedoor_test_support import await_for, wait_for
 
 
 def post_run(base: str, payload, **kwargs) -> httpx.Response:
@@ -158,9 +159,7 @@ def test_client_disconnect_cancels_the_run():
         deadline = time.monotonic() + 10
         while kernel.active_runs and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert kernel.active_runs == 0
-
-
+        wait_for(lambda: kernel.active_runs == 0, "every run to end")
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_cancel_endpoint_ends_with_cancelled_outcome(mode):
     with agui_server(delay=0.02, mode=mode) as (server, _, recorder):
@@ -242,7 +241,7 @@ def test_bad_input_gets_a_clear_error_and_the_server_keeps_serving(name, body, s
         assert response.status_code == status, response.text
         detail = response.json()
         assert set(detail) == {"error", "detail"} and needle in detail["detail"]
-        assert kernel.active_runs == 0
+        wait_for(lambda: kernel.active_runs == 0, "every run to end")
         events = parse_sse(post_run(server.base_url, run_input("still there?")).text)
         assert events[-1]["type"] == "RUN_FINISHED"
 
@@ -336,9 +335,7 @@ async def test_a_stream_cut_short_by_its_task_still_ends_with_one_terminal_event
     events = parse_sse(b"".join(m.get("body", b"") for m in sent[1:]).decode())
     assert_valid(events)
     assert events[-1]["outcome"] == {"type": "cancelled"}
-    assert kernel.active_runs == 0
-
-
+    await await_for(lambda: kernel.active_runs == 0, "every run to end")
 class SplitEmoji:
     """A backend whose deltas split an emoji between two lone surrogates (as some models do)."""
 
@@ -377,4 +374,4 @@ def test_lone_surrogates_from_the_backend_are_escaped_and_the_emoji_reassembles(
         body = json.dumps(run_input("a \ud800 b")).encode()
         refused = httpx.post(f"{server.base_url}/agui/", content=body, headers={"content-type": "application/json"})
         assert refused.status_code == 400 and refused.json()["error"] == "bad_json"
-        assert kernel.active_runs == 0
+        wait_for(lambda: kernel.active_runs == 0, "every run to end")

@@ -11,6 +11,7 @@ from pathlib import Path
 import onedoor_door_agui
 import pytest
 from agui_helpers import JS, TOKEN, agui_server, artifacts_dir, node_or_skip
+from onedoor_test_support import wait_for
 
 WEB = Path(__file__).parents[2] / "plugins" / "door-agui" / "web"
 STATIC = Path(onedoor_door_agui.__file__).parent / "static"
@@ -70,6 +71,6 @@ def test_page_in_headless_chromium():
         deadline = time.monotonic() + 10
         while kernel.active_runs and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert kernel.active_runs == 0
+        wait_for(lambda: kernel.active_runs == 0, "every run to end")
         assert any(o.stop_reason == "cancelled" for o in recorder.finished.values() if hasattr(o, "stop_reason"))
     assert shot.exists() and shot.stat().st_size > 5_000

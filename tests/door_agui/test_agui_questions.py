@@ -354,7 +354,7 @@ def test_server_shutdown_with_parked_runs_cancels_them_and_leaves_nothing(mode):
     assert not server._thread.is_alive(), "the server thread did not stop"
     for run_id in runs:
         assert recorder.finished[run_id].stop_reason == "cancelled"
-    assert kernel.active_runs == 0 and kernel.parked_runs == 0
+    wait_for(lambda: kernel.active_runs == 0 and kernel.parked_runs == 0, "every run to end")
     wait_for(lambda: not kernel.worker_threads(), "the sync workers to end")
     left = [t for t in asyncio.all_tasks(server.loop) if not t.done()]
     assert left == [], left  # no backend task, drain or timer left behind on the server's loop
