@@ -85,7 +85,7 @@ class RunJournal:
         self._events: list[Event] = []
         self._first_seq = 1  # the number of self._events[0]
         self._max_events = max(1, max_events)
-        self._wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._wake: asyncio.Future[None] | None = None  # made when a reader waits, set by the next event
         self._stream: RunStream | None = None
         self._followers = 0
         self._durable_seq: int | None = None  # with a shared journal: the last number the store holds
@@ -151,6 +151,8 @@ class RunJournal:
                     completed = True
                     return
                 else:
+                    if self._wake is None:
+                        self._wake = asyncio.get_running_loop().create_future()
                     await asyncio.shield(self._wake)
         finally:
             self._followers -= 1
@@ -183,9 +185,10 @@ class RunJournal:
         self._wake_readers()
 
     def _wake_readers(self) -> None:
-        if not self._wake.done():
-            self._wake.set_result(None)
-            self._wake = asyncio.get_running_loop().create_future()
+        """Wake the readers waiting for more (none waiting: nothing to do, per event)."""
+        wake, self._wake = self._wake, None
+        if wake is not None and not wake.done():
+            wake.set_result(None)
 
 
 class Journals:
