@@ -120,6 +120,13 @@ async def test_sigterm_mid_stream_cancels_the_run_and_exits_cleanly(node_cluster
         stream = streaming.send_message(request("/slow /long 400"))
         first = await asyncio.wait_for(anext(stream), 20)
         assert first.WhichOneof("payload") == "task"
+        # the task exists before its run starts: SIGTERM once the reply is being written
+        for _ in range(50):  # bounded: the run streams a delta every 50 ms
+            event = await asyncio.wait_for(anext(stream), 20)
+            if event.WhichOneof("payload") == "artifact_update":
+                break
+        else:
+            pytest.fail("no reply text arrived before the SIGTERM")
         code = await asyncio.to_thread(worker.stop, signal.SIGTERM, 15)
         await stream.aclose()
     assert code == 0, worker.text()
