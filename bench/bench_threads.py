@@ -204,7 +204,7 @@ async def follow_lag(make_store: Any, count: int) -> dict[str, list[float]]:
 
 
 async def measure(folder: Path, pg: Any, turns: int, reps: int) -> dict[str, Any]:
-    from onedoor.sqlite_store import SQLiteThreadStore
+    from onedoor.threads.sqlite import SQLiteThreadStore
 
     stores: dict[str, Any] = {"sqlite": SQLiteThreadStore(folder / "turns.sqlite3")}
     big: dict[str, Any] = {"sqlite": SQLiteThreadStore(folder / "big.sqlite3")}

@@ -1,7 +1,7 @@
 """Run the shared hostile corpus (onedoor.testing.hostile) against a JSON-RPC door over any
 channel, and judge each exchange.
 
-The oracle is the shared JSON-RPC layer itself (:func:`onedoor.jsonrpc.parse_message`
+The oracle is the shared JSON-RPC layer itself (:func:`onedoor.wire.jsonrpc.parse_message`
 with the door's rules): what it refuses must come back as exactly that error (-32700 or
 -32600, same id); a malformed notification, a valid notification and a valid response
 get no reply (a door may answer a response its SDK cannot read with -32600); a valid
@@ -19,8 +19,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol
 
-from onedoor import jsonrpc
 from onedoor.testing.hostile import Case
+from onedoor.wire import jsonrpc
 
 ERROR_CODES = {jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST, jsonrpc.METHOD_NOT_FOUND, jsonrpc.INVALID_PARAMS,
                jsonrpc.INTERNAL_ERROR, -32002}

@@ -1,15 +1,160 @@
 """onedoor: one agent, every door.
 
-The kernel owns the agent port (:mod:`onedoor.events`, :mod:`onedoor.port`) and the run
-lifecycle (:mod:`onedoor.kernel`); backends, doors and transports are entry-point
-plugins (:mod:`onedoor.plugins`). Importing this package imports nothing heavy.
+The kernel owns the agent port and the run lifecycle; backends, doors, transports and
+thread stores are entry-point plugins (:mod:`onedoor.plugins`). This package is the
+public face: every name a plugin author needs, imported lazily, so ``import onedoor``
+imports nothing heavy and ``onedoor run`` stays fast::
+
+    from onedoor import Kernel, RunContext, TextDelta, RunFinished, Question, SuspendAsker
+
+Where they live (layers, lowest first; each imports only from the ones before it):
+``errors``, ``events``, ``messages``, ``limits``, ``principals``, ``wire`` → ``questions``
+→ ``port`` → ``journal`` → ``threads`` → ``run`` → ``kernel`` (the :class:`Kernel` face)
+→ ``composition`` → ``hookspecs`` → ``plugins`` → ``builtins`` → ``testing`` → ``cli``.
 
 The distribution is ``onedoor-kernel`` (``onedoor`` on the package index is another
-project: :mod:`onedoor.foreign`); ``__version__`` is written by ``nox -s bump``.
+project: :mod:`onedoor._foreign`); ``__version__`` is written by ``nox -s bump``.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from .foreign import warn_if_installed as _warn_if_foreign
+from ._foreign import warn_if_installed as _warn_if_foreign
 
 _warn_if_foreign()
+
+# name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ["CompositionError", "ContractViolation", "OnedoorError", "OptionsError", "PluginError", "RunRefused"],
+        "onedoor.errors",
+    ),
+    **dict.fromkeys(
+        [
+            "Event", "QuestionAnswered", "QuestionAsked", "ReasoningDelta", "RunFailed", "RunFinished", "RunStarted",
+            "STOP_CANCELLED", "STOP_END_TURN", "STOP_MAX_TURNS", "STOP_PENDING_TOOLS", "STOP_SUSPENDED", "TextDelta",
+            "ToolFinished", "ToolStarted", "event_from_dict", "event_from_json", "event_to_dict", "event_to_json",
+        ],
+        "onedoor.events",
+    ),
+    **dict.fromkeys(["Message", "ToolCall"], "onedoor.messages"),
+    "Limits": "onedoor.limits",
+    **dict.fromkeys(["LOCAL_PRINCIPAL", "principal_of"], "onedoor.principals"),
+    **dict.fromkeys(["WireError", "decode_json", "decode_json_object", "encode_json", "encode_json_text"], "onedoor.wire"),
+    **dict.fromkeys(
+        [
+            "APPROVAL", "INPUT", "POLICIES", "Answer", "Asker", "LiveAsker", "PolicyAsker", "Question", "QuestionError",
+            "SuspendAsker",
+        ],
+        "onedoor.questions",
+    ),
+    **dict.fromkeys(["CancelToken", "RunContext", "ToolSpec", "collect_text"], "onedoor.port"),
+    **dict.fromkeys(
+        ["Cursor", "CursorError", "CursorExpired", "RunJournal", "parse_cursor", "read_cursor"], "onedoor.journal"
+    ),
+    **dict.fromkeys(
+        ["StoreUnavailable", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore", "ThreadSummary"],
+        "onedoor.threads",
+    ),
+    **dict.fromkeys(["Backend", "RunInfo", "RunStream"], "onedoor.run"),
+    "Kernel": "onedoor.kernel",
+    **dict.fromkeys(
+        [
+            "AsgiDoor", "AsgiMount", "Channel", "ChannelClosed", "ChannelDoor", "Endpoint", "MessageTooLarge", "RpcDoor",
+            "ServeContext", "Transport",
+        ],
+        "onedoor.composition",
+    ),
+    "hookimpl": "onedoor.hookspecs",
+}
+
+__all__ = [  # every name of _EXPORTS (a test checks they agree)
+    "__version__", "APPROVAL", "Answer", "AsgiDoor", "AsgiMount", "Asker", "Backend", "CancelToken", "Channel",
+    "ChannelClosed", "ChannelDoor", "CompositionError", "ContractViolation", "Cursor", "CursorError",
+    "CursorExpired", "Endpoint", "Event", "INPUT", "Kernel", "LOCAL_PRINCIPAL", "Limits", "LiveAsker", "Message",
+    "MessageTooLarge", "OnedoorError", "OptionsError", "POLICIES", "PluginError", "PolicyAsker", "Question",
+    "QuestionAnswered", "QuestionAsked", "QuestionError", "ReasoningDelta", "RpcDoor", "RunContext", "RunFailed",
+    "RunFinished", "RunInfo", "RunJournal", "RunRefused", "RunStarted", "RunStream", "STOP_CANCELLED",
+    "STOP_END_TURN", "STOP_MAX_TURNS", "STOP_PENDING_TOOLS", "STOP_SUSPENDED", "ServeContext", "StoreUnavailable",
+    "SuspendAsker", "TextDelta", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore", "ThreadSummary",
+    "ToolCall", "ToolFinished", "ToolSpec", "ToolStarted", "Transport", "WireError", "collect_text", "decode_json",
+    "decode_json_object", "encode_json", "encode_json_text", "event_from_dict", "event_from_json", "event_to_dict",
+    "event_to_json", "hookimpl", "parse_cursor", "principal_of", "read_cursor",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onedoor' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
+    from .composition import (
+        AsgiDoor,
+        AsgiMount,
+        Channel,
+        ChannelClosed,
+        ChannelDoor,
+        Endpoint,
+        MessageTooLarge,
+        RpcDoor,
+        ServeContext,
+        Transport,
+    )
+    from .errors import CompositionError, ContractViolation, OnedoorError, OptionsError, PluginError, RunRefused
+    from .events import (
+        STOP_CANCELLED,
+        STOP_END_TURN,
+        STOP_MAX_TURNS,
+        STOP_PENDING_TOOLS,
+        STOP_SUSPENDED,
+        Event,
+        QuestionAnswered,
+        QuestionAsked,
+        ReasoningDelta,
+        RunFailed,
+        RunFinished,
+        RunStarted,
+        TextDelta,
+        ToolFinished,
+        ToolStarted,
+        event_from_dict,
+        event_from_json,
+        event_to_dict,
+        event_to_json,
+    )
+    from .hookspecs import hookimpl
+    from .journal import Cursor, CursorError, CursorExpired, RunJournal, parse_cursor, read_cursor
+    from .kernel import Kernel
+    from .limits import Limits
+    from .messages import Message, ToolCall
+    from .port import CancelToken, RunContext, ToolSpec, collect_text
+    from .principals import LOCAL_PRINCIPAL, principal_of
+    from .questions import (
+        APPROVAL,
+        INPUT,
+        POLICIES,
+        Answer,
+        Asker,
+        LiveAsker,
+        PolicyAsker,
+        Question,
+        QuestionError,
+        SuspendAsker,
+    )
+    from .run import Backend, RunInfo, RunStream
+    from .threads import StoreUnavailable, Thread, ThreadDesk, ThreadError, ThreadPage, ThreadStore, ThreadSummary
+    from .wire import WireError, decode_json, decode_json_object, encode_json, encode_json_text

@@ -24,7 +24,7 @@ A **door** plugin object has::
     shapes: frozenset[str]          # {"asgi"}, {"channel"} or both
     framing: str = "ndjson"         # channel doors: "ndjson" (one JSON message a line on
                                     # stdio) or "text" (messages written as they are)
-    Options: type | None            # optional dataclass of options (onedoor.options)
+    Options: type | None            # optional dataclass of options (onedoor.plugins.options)
     def asgi_mount(self, ctx: ServeContext) -> AsgiMount          # if "asgi" in shapes
     async def serve_channel(self, channel: Channel, ctx: ServeContext) -> None
                                                                   # if "channel" in shapes
@@ -61,6 +61,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from .errors import CompositionError
 from .kernel import Kernel
+from .principals import LOCAL_PRINCIPAL, PRINCIPAL_KEY, principal_of
 
 SHAPES = ("asgi", "channel", "rpc")
 
@@ -160,10 +161,6 @@ class Endpoint:
         return f"{self.scheme}://{host}:{self.port}"
 
 
-LOCAL_PRINCIPAL = "local"
-PRINCIPAL_KEY = "onedoor.principal"  # where an asgi transport puts the caller's principal id
-
-
 @dataclass
 class ServeContext:
     """Everything a door or transport needs at serve time."""
@@ -184,8 +181,7 @@ class ServeContext:
         """Who is calling, for an ASGI ``scope`` the transport let through: the principal
         its token names (a tokens file), else ``"local"``, the one principal of a server
         without tokens or with one token (and of stdio and SLIM doors)."""
-        principal = scope.get(PRINCIPAL_KEY) if isinstance(scope, dict) else None
-        return principal if isinstance(principal, str) and principal else LOCAL_PRINCIPAL
+        return principal_of(scope)
 
 
 @runtime_checkable
@@ -316,3 +312,10 @@ def validate_combination(
     names = [d.name for d in doors]
     if len(set(names)) != len(names):
         raise CompositionError("a door was named twice: " + ", ".join(names))
+
+
+__all__ = [
+    "LOCAL_PRINCIPAL", "PRINCIPAL_KEY", "SHAPES", "AsgiDoor", "AsgiMount", "Channel", "ChannelClosed", "ChannelDoor",
+    "Door", "Endpoint", "MessageTooLarge", "RpcDoor", "ServeContext", "Transport", "check_door", "check_transport",
+    "offered_shapes", "shape_for", "validate_combination",
+]

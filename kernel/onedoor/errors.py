@@ -11,11 +11,13 @@ class RunRefused(OnedoorError):
     """The kernel would not start a run.
 
     ``reason`` is one of ``busy`` (too many concurrent runs; retry after
-    ``retry_after`` seconds), ``too_large`` (message or history over the limit) or
-    ``invalid`` (empty message, malformed history), ``not_found`` (a thread that is
-    not the caller's) or ``pending_questions`` (the thread's run waits for answers: a new
-    message is never taken as one). Doors map these to their own
-    error shapes (HTTP 429/503, 413/422, JSON-RPC invalid params…).
+    ``retry_after`` seconds), ``too_large`` (message or history over the limit),
+    ``invalid`` (empty message, malformed history, a run id that cannot be one),
+    ``in_use`` (a client-chosen run id that is running, waiting for answers, or was used
+    recently), ``not_found`` (a thread that is not the caller's) or ``pending_questions``
+    (the thread's run waits for answers: a new message is never taken as one). Doors map
+    these to their own error shapes (HTTP 429, 413, 422, 409, 404; JSON-RPC invalid params…);
+    an HTTP door uses the transport's one table.
     """
 
     def __init__(self, reason: str, message: str, *, retry_after: float | None = None) -> None:

@@ -1,7 +1,7 @@
 """The core events: the vocabulary every door translates from.
 
 Seven events come from backends. Two more come from the kernel itself and only to doors
-that passed an asker to ``kernel.run`` (see :mod:`onedoor.askers`): ``QuestionAsked``
+that passed an asker to ``kernel.run`` (see :mod:`onedoor.questions.askers`): ``QuestionAsked``
 (the run needs a person's answer) and ``QuestionAnswered`` (it got one, from a person,
 a policy, or because it expired or was cancelled). A backend never sends those two.
 

@@ -35,7 +35,7 @@ import pluggy
 if TYPE_CHECKING:
     from .composition import ServeContext
     from .events import RunFailed, RunFinished
-    from .kernel import RunInfo
+    from .run.model import RunInfo
 
 hookspec = pluggy.HookspecMarker("onedoor")
 hookimpl = pluggy.HookimplMarker("onedoor")

@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator, Iterable, Iterator, Protocol, Sequence, r
 
 from .events import Event, RunFailed, RunFinished, TextDelta
 from .messages import ROLES, Message, Role, ToolCall, normalize_history  # noqa: F401 - re-exported
+from .principals import LOCAL
 from .questions import APPROVAL, Answer, Question, QuestionError, closing_answer  # noqa: F401 - re-exported
 
 
@@ -76,7 +77,7 @@ class RunContext:
     way. While a question is open the idle timeout is paused, and every event sent before
     it reaches the door first. How the door asks (within the run, or by ending its
     response and parking the run until a later request answers) is the door's choice:
-    :mod:`onedoor.askers`.
+    :mod:`onedoor.questions.askers`.
 
     ``request_approval(call_id, name, arguments) -> bool`` (and ``request_approval_sync``)
     is the same as asking an approval question and reading ``answer.allowed``.
@@ -87,10 +88,10 @@ class RunContext:
     tools: tuple[ToolSpec, ...] = ()
     door: str = ""
     extras: dict[str, Any] = field(default_factory=dict)
-    approve: Any = None  # before questions: async (call_id, name, arguments) -> bool; used when ``asker`` is None
+    approve: Any = None  # the older approvals callback: async (call_id, name, arguments) -> bool; used when ``asker`` is None
     loop: Any = None  # the event loop the run's door lives on
     asker: Any = None  # set by the kernel: async (Question) -> Answer
-    principal: str = "local"  # who started the run (see the HTTP transport's tokens)
+    principal: str = LOCAL  # who started the run (see the HTTP transport's tokens)
 
     @property
     def cancelled(self) -> bool:

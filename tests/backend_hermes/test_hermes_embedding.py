@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from onedoor.errors import OptionsError
-from onedoor.options import parse_options, redacted
+from onedoor.plugins.options import parse_options, redacted
 from onedoor_backend_hermes import HermesOptions, hermes_backend
 from onedoor_test_support import free_port
 

@@ -12,7 +12,6 @@ import json
 import uuid
 
 import pytest
-from onedoor.askers import LiveAsker, PolicyAsker, SuspendAsker
 from onedoor.events import (
     STOP_SUSPENDED,
     QuestionAnswered,
@@ -22,6 +21,7 @@ from onedoor.events import (
     ToolFinished,
     ToolStarted,
 )
+from onedoor.questions import LiveAsker, PolicyAsker, SuspendAsker
 from onedoor.testing import collect, kernel_for_agent
 from onedoor_backend_hermes import HermesOptions, hermes_backend
 

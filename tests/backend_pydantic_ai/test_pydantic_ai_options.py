@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 from onedoor.errors import OptionsError
-from onedoor.options import parse_options, redacted
-from onedoor.serve import kernel_for
+from onedoor.plugins.options import parse_options, redacted
+from onedoor.plugins.serve import kernel_for
 from onedoor_backend_pydantic_ai import PydanticAIOptions, pydantic_ai_backend
 from onedoor_test_support import free_port
 

@@ -12,7 +12,6 @@ import json
 import sys
 
 import pytest
-from onedoor.askers import LiveAsker, SuspendAsker
 from onedoor.events import (
     STOP_SUSPENDED,
     QuestionAnswered,
@@ -22,7 +21,7 @@ from onedoor.events import (
     ToolFinished,
     ToolStarted,
 )
-from onedoor.questions import Answer
+from onedoor.questions import Answer, LiveAsker, SuspendAsker
 from onedoor.testing import collect, kernel_for_agent
 from onedoor_backend_pydantic_ai import PydanticAIOptions, pydantic_ai_backend
 

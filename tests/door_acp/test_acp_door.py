@@ -21,7 +21,7 @@ async def sessions_kept_in(request: pytest.FixtureRequest, data_dir: Path) -> An
     """Every test twice: sessions as threads of the kernel's store (the default of
     `onedoor serve`), and kept by the door itself (a kernel without a store, `--store none`)."""
     import acp_harness  # type: ignore[import-not-found]
-    from onedoor.sqlite_store import SQLiteThreadStore
+    from onedoor.threads.sqlite import SQLiteThreadStore
 
     store = SQLiteThreadStore(data_dir / "threads.sqlite3") if request.param == "threads" else None
     acp_harness.THREAD_STORE = store

@@ -19,8 +19,8 @@ from acp import RequestError, spawn_agent_process, text_block
 from acp_harness import JS_DIR, DoorHarness, Recorder, node_ready, onedoor_command  # type: ignore[import-not-found]
 from onedoor.kernel import INTERRUPTED_REPLY
 from onedoor.messages import Message, ToolCall
-from onedoor.sqlite_store import SQLiteThreadStore
 from onedoor.testing import scripted_kernel
+from onedoor.threads.sqlite import SQLiteThreadStore
 from onedoor_test_support import await_for
 
 pytestmark = pytest.mark.timeout(90)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kernel_test_helpers import run_cli
 from onedoor.messages import Message, ToolCall
-from onedoor.sqlite_store import SQLiteThreadStore
+from onedoor.threads.sqlite import SQLiteThreadStore
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -166,7 +166,7 @@ def test_a_plain_run_imports_no_store_module(data_dir: Path) -> None:
         "    runpy.run_module('onedoor', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = [m for m in ('typer', 'sqlite3', 'onedoor.sqlite_store', 'onedoor.builtins.thread_commands',\n"
+        "heavy = [m for m in ('typer', 'sqlite3', 'onedoor.threads.sqlite', 'onedoor.builtins.thread_commands',\n"
         "                     'onedoor.builtins.terminal_threads') if m in sys.modules]\n"
         "print('LOADED=' + ','.join(heavy), file=sys.stderr)\n"
     )

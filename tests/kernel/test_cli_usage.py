@@ -127,7 +127,7 @@ LEFT_TO_TYPER = [
 
 
 def _typer_reads(args: list[str], monkeypatch) -> RunRequest:
-    import onedoor.cli_app as cli_app
+    import onedoor.cli.app as cli_app
 
     seen: list[RunRequest] = []
 
@@ -155,7 +155,7 @@ def test_the_fast_path_leaves_anything_else_to_typer(args):
 
 def test_the_fast_path_knows_every_option_of_the_run_command():
     import typer.main
-    from onedoor.cli_app import app
+    from onedoor.cli.app import app
 
     command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
     declared = {opt for param in command.params for opt in param.opts if opt.startswith("-")}

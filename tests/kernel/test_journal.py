@@ -9,13 +9,12 @@ import asyncio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from onedoor.askers import SuspendAsker
 from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.events import STOP_CANCELLED, STOP_SUSPENDED, QuestionAsked, RunFinished, TextDelta
 from onedoor.journal import Cursor, CursorExpired, parse_cursor
 from onedoor.kernel import Backend, Kernel, Limits
-from onedoor.questions import Answer
-from onedoor.sqlite_store import SQLiteThreadStore
+from onedoor.questions import Answer, SuspendAsker
+from onedoor.threads.sqlite import SQLiteThreadStore
 from onedoor_test_support import await_for
 
 

@@ -4,7 +4,7 @@ read without the packaging library, and nothing reported that it cannot read."""
 from __future__ import annotations
 
 import pytest
-from onedoor.requirements_check import Unreadable, evaluate_marker, unmet_requirements, version_matches
+from onedoor.plugins.requirements import Unreadable, evaluate_marker, unmet_requirements, version_matches
 
 ENV = {
     "python_version": "3.11", "python_full_version": "3.11.7", "sys_platform": "linux", "os_name": "posix",

@@ -8,7 +8,6 @@ import threading
 import pluggy
 import pytest
 from onedoor import hookspecs
-from onedoor.askers import LiveAsker, PolicyAsker, SuspendAsker
 from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.events import (
     STOP_CANCELLED,
@@ -23,7 +22,7 @@ from onedoor.events import (
 )
 from onedoor.hookspecs import hookimpl
 from onedoor.kernel import Backend, Kernel, Limits
-from onedoor.questions import Answer, Question, QuestionError
+from onedoor.questions import Answer, LiveAsker, PolicyAsker, Question, QuestionError, SuspendAsker
 from onedoor_test_support import await_for
 
 MODES = ["sync", "async"]
@@ -395,7 +394,7 @@ async def test_a_run_id_in_use_is_refused_until_its_run_ends():
     run_id = question.run_id
     with pytest.raises(Exception, match="is in use") as refused:
         kernel.run("hello", run_id=run_id)
-    assert refused.value.reason == "invalid"
+    assert refused.value.reason == "in_use"
     await drain(kernel.resume([Answer(question.id, "allow_once")]))
     again = await drain(kernel.run("hello", run_id=run_id))
     assert again[-1].stop_reason == "end_turn", "the id is free once its run has ended"

@@ -12,9 +12,9 @@ import sys
 import pytest
 from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta
+from onedoor.journal import STOPPED
 from onedoor.kernel import Backend, Kernel, Limits
-from onedoor.shared_journal import STOPPED
-from onedoor.sqlite_store import SQLiteThreadStore
+from onedoor.threads.sqlite import SQLiteThreadStore
 from onedoor_test_support import await_for
 
 
@@ -86,8 +86,8 @@ KILLED = """
 import asyncio, sys
 from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.kernel import Backend, Kernel
-from onedoor.sqlite_store import SQLiteThreadStore
-import onedoor.shared_journal as shared
+from onedoor.threads.sqlite import SQLiteThreadStore
+import onedoor.journal.shared as shared
 shared.LEASE_TTL = 1.0
 shared.LEASE_RENEW = 0.2
 
@@ -154,8 +154,8 @@ async def test_a_turn_another_server_is_still_answering_is_not_marked_interrupte
 
 
 async def test_a_run_waiting_for_answers_reads_as_nothing_more_through_the_other_server(two_servers):
-    from onedoor.askers import SuspendAsker
     from onedoor.events import STOP_SUSPENDED
+    from onedoor.questions import SuspendAsker
 
     a, b = two_servers
     journal = a.journals.start(a.run('/question {"prompt": "Name?"}', principal="alice", asker=SuspendAsker()))

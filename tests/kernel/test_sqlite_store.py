@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 from onedoor.messages import Message, ToolCall
-from onedoor.sqlite_store import SQLiteThreadStore
 from onedoor.threads import ThreadError, ThreadStore
+from onedoor.threads.sqlite import SQLiteThreadStore
 
 TURN = (
     Message("user", "count the words of my secret plan"),
@@ -129,7 +129,7 @@ WRITER = textwrap.dedent(
     """
     import asyncio, os, signal, sys
     from onedoor.messages import Message
-    from onedoor.sqlite_store import SQLiteThreadStore
+    from onedoor.threads.sqlite import SQLiteThreadStore
 
     async def main(path):
         store = SQLiteThreadStore(path)

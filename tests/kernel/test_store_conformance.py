@@ -4,8 +4,8 @@ on a real file: the shared checks open two stores on that one file, as two serve
 from __future__ import annotations
 
 import pytest
-from onedoor.sqlite_store import SQLiteThreadStore
 from onedoor.testing.store_conformance import CHECKS, SHARED_CHECKS, check_another_owners_thread_looks_unknown
+from onedoor.threads.sqlite import SQLiteThreadStore
 
 
 @pytest.mark.parametrize("check", CHECKS + SHARED_CHECKS, ids=lambda check: check.__name__)

@@ -356,7 +356,7 @@ def test_ask_fallback_is_listed_in_plugins_options() -> None:
     (["run", "hi"], None),
 ])
 def test_the_fast_path_reads_ask_fallback_as_typer_does(args, policy, monkeypatch) -> None:
-    import onedoor.cli_app as cli_app
+    import onedoor.cli.app as cli_app
     from onedoor.cli import RunRequest, parse_run_args
 
     fast = parse_run_args(args)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from onedoor.askers import SuspendAsker
 from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.errors import RunRefused
 from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta
 from onedoor.kernel import INTERRUPTED_REPLY, Backend, Kernel, Limits
-from onedoor.questions import Answer
-from onedoor.sqlite_store import SQLiteThreadStore
+from onedoor.questions import Answer, SuspendAsker
+from onedoor.threads.sqlite import SQLiteThreadStore
 
 
 @pytest.fixture
@@ -136,7 +135,7 @@ KILLED_SERVER = """
 import asyncio, sys
 from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.kernel import Backend, Kernel
-from onedoor.sqlite_store import SQLiteThreadStore
+from onedoor.threads.sqlite import SQLiteThreadStore
 
 async def main():
     store = SQLiteThreadStore(sys.argv[1])

@@ -1,4 +1,4 @@
-"""The one JSON policy (onedoor.wire) and the JSON-RPC layer (onedoor.jsonrpc), against
+"""The one JSON policy (onedoor.wire) and the JSON-RPC layer (onedoor.wire.jsonrpc), against
 the shared hostile corpus and property-based inputs."""
 
 from __future__ import annotations
@@ -8,9 +8,16 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from onedoor import jsonrpc
 from onedoor.testing import hostile
-from onedoor.wire import WireError, decode_json, decode_json_object, encode_json, encode_json_text, nesting_depth
+from onedoor.wire import (
+    WireError,
+    decode_json,
+    decode_json_object,
+    encode_json,
+    encode_json_text,
+    jsonrpc,
+    nesting_depth,
+)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

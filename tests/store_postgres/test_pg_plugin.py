@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from onedoor import plugins
 from onedoor.errors import OptionsError
-from onedoor.options import describe, redacted
-from onedoor.stores import make_store
+from onedoor.plugins.options import describe, redacted
+from onedoor.plugins.serve import make_store
 from onedoor_store_postgres import PostgresOptions, PostgresThreadStore, StoreUnavailable
 from onedoor_test_support import await_for
 from pg_server import waiting_on_a_row_lock

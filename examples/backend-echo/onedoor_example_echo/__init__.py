@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import AsyncIterator
 
-from onedoor.events import Event, RunFinished, RunStarted, TextDelta
+from onedoor import Event, RunFinished, RunStarted, TextDelta
 
 
 class EchoAgent:

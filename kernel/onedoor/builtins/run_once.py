@@ -17,7 +17,6 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from ..askers import LiveAsker, PolicyAsker
 from ..errors import RunRefused
 from ..events import (
     STOP_CANCELLED,
@@ -33,6 +32,7 @@ from ..events import (
 )
 from ..kernel import Kernel
 from ..port import Message
+from ..questions import LiveAsker, PolicyAsker
 from .console import TerminalLines, ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_terminal
 
 

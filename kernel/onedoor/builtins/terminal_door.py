@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..askers import POLICIES, LiveAsker, PolicyAsker
 from ..errors import RunRefused
 from ..events import (
     STOP_CANCELLED,
@@ -38,6 +37,7 @@ from ..events import (
 )
 from ..kernel import Kernel
 from ..port import Message
+from ..questions import POLICIES, LiveAsker, PolicyAsker
 from .console import ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_terminal
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..composition import LOCAL_PRINCIPAL
+from ..principals import LOCAL_PRINCIPAL
 from ..threads import Thread, ThreadError, check_thread_id
 from .console import printable
 

@@ -20,8 +20,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Awaitable, Callable, TextIO
 
-from ..composition import LOCAL_PRINCIPAL
 from ..errors import OnedoorError
+from ..principals import LOCAL_PRINCIPAL
 from ..threads import Thread, ThreadError, check_thread_id
 from .console import printable, shorten
 
@@ -35,7 +35,7 @@ def when(timestamp: float) -> str:
 
 def open_store(options: list[str], config: Path | None) -> Any:
     """The configured thread store (the same as `onedoor serve` would use)."""
-    from ..serve import kernel_for
+    from ..plugins.serve import kernel_for
 
     store = kernel_for(None, options, config, store=True).store
     if store is None:

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..builtins.scripted import ScriptedOptions, scripted
-from ..contract import Contract
 from ..errors import ContractViolation
 from ..events import Event, RunFailed, RunFinished
 from ..kernel import Backend, Kernel, Limits
 from ..port import CancelToken, RunContext, ToolSpec
+from ..run.contract import Contract
 from .channels import MemoryChannel, channel_pair, serve_in_memory
 
 

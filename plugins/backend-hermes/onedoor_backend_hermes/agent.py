@@ -21,11 +21,14 @@ import queue
 import threading
 from typing import Any, Iterator, Sequence
 
-from onedoor.events import (
+from onedoor import (
     STOP_CANCELLED,
     STOP_MAX_TURNS,
+    CancelToken,
     Event,
+    Message,
     ReasoningDelta,
+    RunContext,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -33,7 +36,6 @@ from onedoor.events import (
     ToolFinished,
     ToolStarted,
 )
-from onedoor.port import CancelToken, Message, RunContext
 from onedoor.questions import Answer, Question, closing_answer
 
 from .embed import prints_to_stderr

@@ -16,18 +16,20 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterator, Sequence
 
-from onedoor.events import (
+from onedoor import (
     STOP_PENDING_TOOLS,
     Event,
+    Message,
     ReasoningDelta,
+    RunContext,
     RunFailed,
     RunFinished,
     RunStarted,
     TextDelta,
     ToolFinished,
+    ToolSpec,
     ToolStarted,
 )
-from onedoor.port import Message, RunContext, ToolSpec
 from onedoor.questions import Answer, Question, closing_answer
 
 from .history import to_model_messages

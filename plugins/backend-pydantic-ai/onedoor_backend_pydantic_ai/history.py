@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from onedoor.port import Message
+from onedoor import Message
 
 
 def to_model_messages(history: Sequence[Message]) -> list[Any]:

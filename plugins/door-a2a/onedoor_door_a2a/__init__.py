@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from onedoor.hookspecs import hookimpl
+from onedoor import hookimpl
 
 if TYPE_CHECKING:
-    from onedoor.composition import AsgiMount, ServeContext
+    from onedoor import AsgiMount, ServeContext
 
 __version__ = "0.1.0"
 
@@ -71,7 +71,7 @@ class A2aDoor:
         self._root_card: Any = None  # the card endpoint, for the server root (see onedoor_http_app)
 
     def asgi_mount(self, ctx: ServeContext) -> AsgiMount:
-        from onedoor.composition import AsgiMount
+        from onedoor import AsgiMount
 
         from .app import build_app
 

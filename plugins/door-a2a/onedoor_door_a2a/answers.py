@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from onedoor.questions import APPROVAL, Answer, Question
+from onedoor import APPROVAL, Answer, Question
 
 APPROVAL_WORDS = {
     "yes": "allow_once", "y": "allow_once", "allow": "allow_once", "approve": "allow_once", "ok": "allow_once",

@@ -23,7 +23,7 @@ from . import CARD_PATH, A2aOptions
 from .card import agent_card, card_endpoint
 
 if TYPE_CHECKING:
-    from onedoor.composition import ServeContext
+    from onedoor import ServeContext
 
 
 class Principal(User):
@@ -45,7 +45,7 @@ class PrincipalContextBuilder(DefaultServerCallContextBuilder):
     """The SDK's call context, with the principal the transport's guard authenticated."""
 
     def build_user(self, request: Any) -> User:
-        from onedoor.composition import ServeContext
+        from onedoor import ServeContext
 
         return Principal(ServeContext.principal_of(request.scope))
 

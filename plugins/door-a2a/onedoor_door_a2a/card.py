@@ -13,7 +13,7 @@ from . import A2aOptions, __version__
 
 if TYPE_CHECKING:
     from a2a.types import AgentCard
-    from onedoor.composition import ServeContext
+    from onedoor import ServeContext
 
 PROTOCOL_VERSION = "1.0"
 BEARER = "bearer"

@@ -31,21 +31,22 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import TaskState
-from onedoor.askers import SuspendAsker
-from onedoor.errors import RunRefused
-from onedoor.events import (
+from onedoor import (
     STOP_CANCELLED,
     STOP_SUSPENDED,
+    Question,
     QuestionAnswered,
     QuestionAsked,
+    QuestionError,
     ReasoningDelta,
     RunFailed,
     RunFinished,
+    RunRefused,
+    SuspendAsker,
     TextDelta,
     ToolFinished,
     ToolStarted,
 )
-from onedoor.questions import Question, QuestionError
 from onedoor.threads import ThreadError, check_thread_id
 
 from .answers import answer_from, question_parts

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from . import A2aOptions
 
 if TYPE_CHECKING:
-    from onedoor.composition import ServeContext
+    from onedoor import ServeContext
 
 RPC_BINDING = "slimrpc"
 ADDRESS_KEY = "rpc.address"  # what the SLIM transport puts in ctx.extras: the name served
@@ -65,7 +65,7 @@ def register(server: Any, ctx: ServeContext, options: A2aOptions | None = None, 
         from slima2a.handler import SRPCHandler
         from slima2a.types.v1.a2a_pb2_slimrpc import add_A2AServiceServicer_to_server
     except ImportError as exc:
-        from onedoor.errors import CompositionError
+        from onedoor import CompositionError
 
         raise CompositionError(
             f"A2A over SLIM needs slima2a ({exc}): pip install 'onedoor-door-a2a[slim]' (slima2a pins a2a-sdk==1.2.3)"

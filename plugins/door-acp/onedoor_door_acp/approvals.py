@@ -1,6 +1,6 @@
 """A run's questions, asked of the editor: tool approvals and free-form questions.
 
-The door passes ``asker=LiveAsker(turn.ask)`` to ``kernel.run`` (:mod:`onedoor.askers`):
+The door passes ``asker=LiveAsker(turn.ask)`` to ``kernel.run`` (:mod:`onedoor.questions.askers`):
 a backend asks with ``await context.ask(Question.approval(...))`` (or ``Question.input``,
 or ``context.request_approval`` / the ``*_sync`` twins) and waits while the door asks
 within the turn.

@@ -3,7 +3,7 @@
 ``acp.connection.Connection`` speaks to a message-level transport (``send`` /
 ``receive`` of decoded dicts). :class:`ChannelTransport` is that transport over any
 channel (stdio lines, SLIM sessions, an in-memory pair in tests). Every incoming message
-goes through :mod:`onedoor.jsonrpc` (the wire policy, then the shape rules, ACP's
+goes through :mod:`onedoor.wire.jsonrpc` (the wire policy, then the shape rules, ACP's
 flavour: a null id and positional params are legal JSON-RPC), and what it refuses is
 answered here, so the connection only ever sees well-formed JSON-RPC:
 
@@ -13,7 +13,7 @@ answered here, so the connection only ever sees well-formed JSON-RPC:
 * positional (array) params              -> -32602 (ACP params are objects)
 
 Each refusal is logged once, in one line. Every outgoing message is written with
-:func:`onedoor.jsonrpc.dumps`, which never fails on text.
+:func:`onedoor.wire.jsonrpc.dumps`, which never fails on text.
 
 A response (to the door's own requests: permission, elicitation) whose ``error`` is not
 a JSON-RPC error object is given one (-32603), so the waiting request fails cleanly.
@@ -34,8 +34,8 @@ import contextvars
 import logging
 from typing import Any, Awaitable, Callable
 
-from onedoor import jsonrpc
-from onedoor.composition import ChannelClosed, MessageTooLarge
+from onedoor import ChannelClosed, MessageTooLarge
+from onedoor.wire import jsonrpc
 
 log = logging.getLogger("onedoor.door.acp")
 

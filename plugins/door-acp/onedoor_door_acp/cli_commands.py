@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from onedoor.hookspecs import hookimpl
+from onedoor import hookimpl
 
 
 @hookimpl
@@ -29,7 +29,7 @@ def onedoor_cli(app: Any) -> None:
         (the same as `onedoor serve --door acp --transport stdio`)."""
         from pathlib import Path
 
-        from onedoor.serve import Settings, serve
+        from onedoor.plugins.serve import Settings, serve
 
         settings = Settings(
             doors=["acp"],

@@ -103,7 +103,7 @@ class EditorMcp:
 
     async def tools(self, timeout: float = 30.0) -> list[Any]:
         """Connect (once) and return the servers' tools as onedoor ToolSpecs."""
-        from onedoor.port import ToolSpec
+        from onedoor import ToolSpec
 
         if not self.started:
             self.started = True

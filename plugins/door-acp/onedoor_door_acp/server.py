@@ -14,23 +14,24 @@ import os
 from typing import Any
 
 import onedoor
-from onedoor import jsonrpc
-from onedoor.askers import LiveAsker
-from onedoor.errors import OnedoorError, RunRefused
-from onedoor.events import (
+from onedoor import (
     STOP_CANCELLED,
     STOP_MAX_TURNS,
+    LiveAsker,
+    OnedoorError,
     QuestionAnswered,
     QuestionAsked,
     ReasoningDelta,
     RunFailed,
     RunFinished,
+    RunRefused,
     TextDelta,
     ToolFinished,
     ToolStarted,
 )
 from onedoor.questions import APPROVAL, Answer, Question, closing_answer
-from onedoor.stores import data_dir
+from onedoor.threads.stores import data_dir
+from onedoor.wire import jsonrpc
 
 from . import commands
 from .approvals import REJECTED, TurnCancelled, ask_approval, ask_input
@@ -239,8 +240,7 @@ class AcpServer:
     def kernel_for(self, name: str) -> Any:
         kernel = self.kernels.get(name)
         if kernel is None:
-            from onedoor import plugins
-            from onedoor.kernel import Kernel
+            from onedoor import Kernel, plugins
 
             if name not in self.backend_choices():
                 raise _invalid(f"unknown backend {name!r}; choose one of {', '.join(self.backend_choices())}")

@@ -5,7 +5,7 @@ threads: see :mod:`.thread_sessions`. Without one (``--store none``) this module
 them as before threads: a session is its id, working directory, title, backend, history
 (a list of onedoor history messages, plain dicts) and settings (e.g. tools always
 allowed), one row of ``acp-sessions.sqlite3`` in the data directory
-(:func:`onedoor.stores.data_dir`). The manager saves a session on every change and
+(:func:`onedoor.threads.stores.data_dir`). The manager saves a session on every change and
 checkpoints a running turn, so a new agent process answers ``session/load`` with the
 whole conversation after a crash or a restart.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from onedoor.wire import encode_json_text  # history may hold half an emoji: stored as an escape
+from onedoor import encode_json_text  # history may hold half an emoji: stored as an escape
 
 DB_NAME = "acp-sessions.sqlite3"
 PAGE_SIZE = 50

@@ -25,8 +25,7 @@ import os
 import time
 from typing import Any
 
-from onedoor.composition import LOCAL_PRINCIPAL
-from onedoor.messages import Message
+from onedoor import LOCAL_PRINCIPAL, Message
 from onedoor.threads import Thread, ThreadError, append_turn, check_thread_id
 
 from .sessions import PAGE_SIZE, Session, SessionPage, SessionStore, UnknownSession

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from onedoor.wire import encode_json_text  # a turn may hold half an emoji: stored as an escape
+from onedoor import encode_json_text  # a turn may hold half an emoji: stored as an escape
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS acp_threads (

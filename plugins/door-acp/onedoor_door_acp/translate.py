@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from onedoor.events import ReasoningDelta, TextDelta, ToolFinished, ToolStarted
+from onedoor import ReasoningDelta, TextDelta, ToolFinished, ToolStarted
 
 
 class UnsupportedContent(ValueError):

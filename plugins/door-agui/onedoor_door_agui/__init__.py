@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from onedoor.composition import AsgiMount, ServeContext
+    from onedoor import AsgiMount, ServeContext
 
 __version__ = "0.1.0"
 
@@ -74,7 +74,7 @@ class AguiDoor:
     Options = AguiOptions
 
     def asgi_mount(self, ctx: ServeContext) -> AsgiMount:
-        from onedoor.composition import AsgiMount
+        from onedoor import AsgiMount
 
         from .app import AguiApp
 

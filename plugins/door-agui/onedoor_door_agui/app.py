@@ -43,10 +43,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, MutableMapping
 
-from onedoor.askers import SuspendAsker
-from onedoor.composition import ServeContext
-from onedoor.errors import RunRefused
-from onedoor.events import QuestionAsked
+from onedoor import QuestionAsked, RunRefused, ServeContext, SuspendAsker
 from onedoor.questions import Answer, Question, QuestionError, clip
 from onedoor.wire import WireError, json_type
 from onedoor_transport_http.errors import send_error, send_json, send_refusal

@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from onedoor.port import Message, ToolCall, ToolSpec
-from onedoor.wire import WireError, decode_json
+from onedoor import Message, ToolCall, ToolSpec, WireError, decode_json
 
 CONTINUE_PROMPT = ""  # a continuation: the kernel takes an empty message after tool results
 MAX_RESUME_ENTRIES = 64  # one resume answers the interrupts of one run; more is not a real client

@@ -42,7 +42,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from onedoor.questions import APPROVAL, Answer, Question, QuestionError
+from onedoor import APPROVAL, Answer, Question, QuestionError
 
 REASONS = {APPROVAL: "tool_approval", "input": "input_required"}
 

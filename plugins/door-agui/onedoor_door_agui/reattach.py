@@ -23,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from onedoor.journal import CursorExpired, parse_cursor
+from onedoor import CursorExpired, parse_cursor
 
 LIVE_MEMORY = 4096  # AG-UI runs this door remembers for reattaching (the journal decides how long they last)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from onedoor.messages import Message
+from onedoor import Message
 from onedoor.threads import Thread, ThreadError, append_turn, check_thread_id, title_from
 
 from .convert import NO_USER_MESSAGE, RunRequest

@@ -41,7 +41,7 @@ import json
 import uuid
 from typing import Any, Iterable
 
-from onedoor.events import (
+from onedoor import (
     STOP_CANCELLED,
     STOP_PENDING_TOOLS,
     STOP_SUSPENDED,
@@ -54,8 +54,10 @@ from onedoor.events import (
     TextDelta,
     ToolFinished,
     ToolStarted,
+    WireError,
+    decode_json,
+    encode_json,
 )
-from onedoor.wire import WireError, decode_json, encode_json
 
 from .interrupts import question_to_interrupt
 

@@ -57,22 +57,23 @@ HTTP transport's shape, :mod:`onedoor_transport_http.errors`):
 import asyncio
 from typing import Any
 
-from onedoor.askers import SuspendAsker
-from onedoor.composition import ServeContext
-from onedoor.errors import RunRefused
-from onedoor.events import (
+from onedoor import (
     STOP_SUSPENDED,
+    Answer,
     QuestionAnswered,
     QuestionAsked,
+    QuestionError,
     ReasoningDelta,
     RunFailed,
     RunFinished,
+    RunRefused,
+    ServeContext,
+    SuspendAsker,
     TextDelta,
     ToolFinished,
     ToolStarted,
+    encode_json,
 )
-from onedoor.questions import Answer, QuestionError
-from onedoor.wire import encode_json
 from onedoor_transport_http.errors import STATUS_CODES, error_body, refusal
 
 from . import RestOptions, __version__

@@ -1,6 +1,6 @@
 """Human in the loop for the REST door: suspended runs, their questions, and resuming them.
 
-The door passes a :class:`onedoor.askers.SuspendAsker` to every run. When a backend asks,
+The door passes a :class:`onedoor.SuspendAsker` to every run. When a backend asks,
 the response (JSON or SSE) ends with the question and ``stop_reason`` ``suspended``, and
 the run waits, parked in the kernel, for ``POST <prefix>/runs/{run_id}/answers``. Two
 door-side pieces make that safe:

@@ -15,8 +15,7 @@ reconnecting.
 import asyncio
 from typing import Any
 
-from onedoor.composition import ServeContext
-from onedoor.journal import CursorExpired, parse_cursor
+from onedoor import CursorExpired, ServeContext, parse_cursor
 
 from .app import _ERRORS, _Runs, _streamed, error_response
 from .models import ErrorBody
@@ -50,7 +49,7 @@ async def open_reader(journal: Any, after: int) -> FollowedRun:
 
 
 def journal_is_local(journal: Any) -> bool:
-    from onedoor.journal import RunJournal
+    from onedoor import RunJournal
 
     return isinstance(journal, RunJournal)
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, AsyncIterator
 
+from onedoor import CursorExpired, encode_json
 from onedoor.events import TYPE_NAMES, QuestionAsked, RunFailed, RunFinished, TextDelta, event_to_dict
-from onedoor.journal import CursorExpired
-from onedoor.wire import encode_json
 
 _TERMINAL = (RunFinished, RunFailed)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from onedoor import encode_json
 from onedoor.events import TYPE_NAMES, QuestionAsked, TextDelta, event_to_dict
-from onedoor.wire import encode_json
 from onedoor_transport_http.sse import SSE_HEADERS, EventStream, cancel_on_disconnect
 from starlette.responses import Response
 

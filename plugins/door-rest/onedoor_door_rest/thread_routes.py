@@ -18,8 +18,7 @@ store's size limit is refused before it runs (413 ``thread_too_large``).
 # No `from __future__ import annotations`: FastAPI must see the real request models.
 from typing import Any, Optional
 
-from onedoor.composition import ServeContext
-from onedoor.threads import ThreadError
+from onedoor import ServeContext, ThreadError
 
 from .app import _ERRORS, _RUN_ERRORS, _Runs, _streamed, error_response, json_response
 from .models import ChatResponse, ErrorBody

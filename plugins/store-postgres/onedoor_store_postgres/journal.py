@@ -1,4 +1,4 @@
-"""Shared run journals in PostgreSQL (``onedoor.shared_journal``): what lets a client
+"""Shared run journals in PostgreSQL (:mod:`onedoor.journal.shared`): what lets a client
 reattach, through any server sharing the database, to a run another server drives.
 
 Readers on other servers poll (the kernel backs off from 5 to 200 ms); one indexed read
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from onedoor.shared_journal import JournalPage
+from onedoor.journal import JournalPage
 
 SCHEMA = (
     """

@@ -19,9 +19,9 @@ import logging
 from typing import Any, AsyncIterator, Sequence
 
 import psycopg
-from onedoor.messages import Message
-from onedoor.shared_journal import JournalPage
-from onedoor.threads import StoreUnavailable as KernelStoreUnavailable
+from onedoor import Message
+from onedoor import StoreUnavailable as KernelStoreUnavailable
+from onedoor.journal import JournalPage
 from onedoor.threads import (
     Thread,
     ThreadError,
@@ -58,7 +58,7 @@ class PostgresThreadStore:
     def __init__(self, dsn: str, *, pool_size: int = 10, timeout: float = 10.0, max_thread_chars: int = 2_000_000,
                  shared_journal: bool = True):
         self._dsn = dsn
-        self.shares_journals = shared_journal  # onedoor.shared_journal: reattach through any server
+        self.shares_journals = shared_journal  # onedoor.journal.shared: reattach through any server
         self.pool_size = pool_size
         self.timeout = timeout
         self.max_thread_chars = max_thread_chars
@@ -190,7 +190,7 @@ class PostgresThreadStore:
                     await journal.forget_thread(conn, thread_id, owner)
             return cursor.rowcount > 0
 
-    # -- shared journals (onedoor.shared_journal) ---------------------------------------
+    # -- shared journals (onedoor.journal.shared) ---------------------------------------
     async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,
                            lease_until: float) -> bool:
         async with self._connection() as conn:

@@ -20,10 +20,10 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from onedoor.errors import CompositionError
+from onedoor import CompositionError
 
 if TYPE_CHECKING:
-    from onedoor.composition import ServeContext
+    from onedoor import ServeContext
 
 __version__ = "0.1.0"
 

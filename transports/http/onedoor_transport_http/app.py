@@ -14,8 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, AsyncIterator, Awaitable, Callable, MutableMapping
 
-from onedoor.composition import AsgiMount, Endpoint, ServeContext
-from onedoor.threads import StoreUnavailable
+from onedoor import AsgiMount, Endpoint, ServeContext, StoreUnavailable
 
 from . import HttpOptions
 from .errors import error_body, send_error

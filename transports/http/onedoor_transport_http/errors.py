@@ -1,40 +1,80 @@
-"""JSON errors for every HTTP door: one body shape, one reply for a kernel refusal.
+"""JSON errors for every HTTP door: one body shape, and one table for each kind of refusal.
 
 Every error the transport or a door answers is ``{"error": code, "detail": message}``
-with ``Content-Type: application/json``: a short machine-readable code and one line
-for a person. A kernel refusal (:class:`onedoor.errors.RunRefused`) maps the same way
-on every door:
+with ``Content-Type: application/json``: a short machine-readable code and one line for a
+person. The kernel's refusals map the same way on every door (REST, AG-UI, A2A), through
+:func:`refusal`:
 
-===========  ======  ===================  ==========================================
-reason       status  error                headers
-===========  ======  ===================  ==========================================
-busy         429     busy                 ``Retry-After`` (whole seconds, at least 1)
-too_large    413     too_large
-invalid      422     invalid_request
-===========  ======  ===================  ==========================================
+========================  ===================  ======  ===================  =================
+raised                    reason               status  error                headers
+========================  ===================  ======  ===================  =================
+RunRefused                busy                 429     busy                 ``Retry-After``
+RunRefused                too_large            413     too_large
+RunRefused                invalid              422     invalid_request
+RunRefused                in_use               409     run_in_use
+RunRefused                not_found            404     unknown_thread
+RunRefused                pending_questions    409     pending_questions
+ThreadError               not_found            404     unknown_thread
+ThreadError               conflict             409     conflict
+ThreadError               taken                409     thread_taken
+ThreadError               too_large            413     thread_too_large
+ThreadError               invalid              422     invalid_request
+ThreadError               no_threads           501     no_threads
+StoreUnavailable          unavailable          503     store_unavailable    ``Retry-After``
+QuestionError             unknown              404     unknown_question
+QuestionError             expired              410     question_expired
+QuestionError             answered             409     already_answered
+QuestionError             invalid              422     invalid_answer
+CursorError               invalid              422     invalid_request
+CursorError               expired              409     cursor_expired
+========================  ===================  ======  ===================  =================
 
-Plain ASGI (no Starlette): a door calls :func:`send_error` or :func:`send_refusal`
-with the ASGI ``send``; a framework door wraps :func:`error_body` in its own response.
+Plain ASGI (no Starlette): a door calls :func:`send_error` or :func:`send_refusal` with
+the ASGI ``send``; a framework door wraps :func:`error_body` (or :func:`refusal`) in its
+own response.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, MutableMapping
 
-from onedoor.errors import RunRefused
+from onedoor import CursorError, QuestionError, RunRefused, ThreadError
 from onedoor.wire import encode_json
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 Headers = Iterable[tuple[bytes, bytes]]
 
+# reason -> (HTTP status, error code), per kind of refusal
 REFUSALS: dict[str, tuple[int, str]] = {
     "busy": (429, "busy"),
     "too_large": (413, "too_large"),
     "invalid": (422, "invalid_request"),
-    "not_found": (404, "not_found"),
+    "in_use": (409, "run_in_use"),
+    "not_found": (404, "unknown_thread"),
     "pending_questions": (409, "pending_questions"),
 }
+THREAD_REFUSALS: dict[str, tuple[int, str]] = {
+    "not_found": (404, "unknown_thread"),
+    "conflict": (409, "conflict"),
+    "taken": (409, "thread_taken"),
+    "too_large": (413, "thread_too_large"),
+    "invalid": (422, "invalid_request"),
+    "no_threads": (501, "no_threads"),
+    "unavailable": (503, "store_unavailable"),
+}
+QUESTION_REFUSALS: dict[str, tuple[int, str]] = {
+    "unknown": (404, "unknown_question"),
+    "expired": (410, "question_expired"),
+    "answered": (409, "already_answered"),
+    "invalid": (422, "invalid_answer"),
+}
+CURSOR_REFUSALS: dict[str, tuple[int, str]] = {
+    "invalid": (422, "invalid_request"),
+    "expired": (409, "cursor_expired"),
+}
+UNKNOWN_RUN = (404, "unknown_run")  # a run id with no run of the caller's (unknown, another's, or forgotten)
 
 # The error code used for a status when nothing more specific is known.
 STATUS_CODES: dict[int, str] = {
@@ -50,7 +90,55 @@ STATUS_CODES: dict[int, str] = {
     422: "invalid_request",
     429: "busy",
     500: "internal",
+    501: "not_implemented",
+    503: "unavailable",
 }
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One refusal as every HTTP door answers it."""
+
+    status: int
+    code: str
+    detail: str
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+    def __iter__(self) -> Any:  # status, code, detail, headers = refusal(exc)
+        return iter((self.status, self.code, self.detail, list(self.headers)))
+
+    @property
+    def header_dict(self) -> dict[str, str]:
+        return {k.decode(): v.decode() for k, v in self.headers}
+
+
+def _retry_after(seconds: float | None) -> tuple[tuple[bytes, bytes], ...]:
+    return ((b"retry-after", str(max(1, math.ceil(seconds or 1))).encode()),)
+
+
+def refusal(exc: Exception) -> Refusal:
+    """The status, code, detail and headers of a kernel refusal (RunRefused, ThreadError,
+    QuestionError, CursorError); anything else is a 422 ``invalid_request``."""
+    detail = str(exc)
+    if isinstance(exc, RunRefused):
+        status, code = REFUSALS.get(exc.reason, (422, "invalid_request"))
+        headers = _retry_after(exc.retry_after) if exc.reason == "busy" else ()
+        return Refusal(status, code, detail, headers)
+    if isinstance(exc, ThreadError):
+        status, code = THREAD_REFUSALS.get(exc.reason, (422, "invalid_request"))
+        if exc.reason == "unavailable":
+            return Refusal(status, code, f"the thread store cannot be reached now ({exc}); try again", _retry_after(1))
+        return Refusal(status, code, detail)
+    if isinstance(exc, QuestionError):
+        status, code = QUESTION_REFUSALS.get(exc.reason, (422, "invalid_answer"))
+        return Refusal(status, code, detail)
+    if isinstance(exc, CursorError):
+        status, code = CURSOR_REFUSALS.get(exc.reason, (422, "invalid_request"))
+        return Refusal(status, code, detail)
+    return Refusal(422, "invalid_request", detail)
+
+
+REFUSED = (RunRefused, ThreadError, QuestionError, CursorError)  # what refusal() maps
 
 
 def error_body(code: str, detail: str) -> bytes:
@@ -79,18 +167,13 @@ async def send_error(send: Send, status: int, code: str, detail: str, headers: H
     await send_json(send, status, {"error": code, "detail": detail}, headers)
 
 
-def refusal(exc: RunRefused) -> tuple[int, str, str, list[tuple[bytes, bytes]]]:
-    """Status, error code, detail and headers for a kernel refusal."""
-    status, code = REFUSALS.get(exc.reason, (422, "invalid_request"))
-    headers = []
-    if exc.reason == "busy":
-        headers.append((b"retry-after", str(max(1, math.ceil(exc.retry_after or 1))).encode()))
-    return status, code, str(exc), headers
+async def send_refusal(send: Send, exc: Exception) -> None:
+    """Answer a kernel refusal (any kind :func:`refusal` maps)."""
+    answer = refusal(exc)
+    await send_error(send, answer.status, answer.code, answer.detail, answer.headers)
 
 
-async def send_refusal(send: Send, exc: RunRefused) -> None:
-    status, code, detail, headers = refusal(exc)
-    await send_error(send, status, code, detail, headers)
-
-
-__all__ = ["REFUSALS", "STATUS_CODES", "error_body", "refusal", "send_error", "send_json", "send_refusal"]
+__all__ = [
+    "CURSOR_REFUSALS", "QUESTION_REFUSALS", "REFUSALS", "REFUSED", "STATUS_CODES", "THREAD_REFUSALS", "UNKNOWN_RUN",
+    "Refusal", "error_body", "refusal", "send_error", "send_json", "send_refusal",
+]

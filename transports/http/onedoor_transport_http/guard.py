@@ -58,8 +58,8 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Mapping, MutableMapping
 from urllib.parse import unquote_to_bytes
 
+from onedoor import WireError, decode_json
 from onedoor.composition import LOCAL_PRINCIPAL, PRINCIPAL_KEY, AsgiMount, Endpoint
-from onedoor.wire import WireError, decode_json
 
 from .errors import send_error
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from onedoor.composition import LOCAL_PRINCIPAL
-from onedoor.errors import OptionsError
+from onedoor import LOCAL_PRINCIPAL, OptionsError
 
 MIN_TOKEN = 16
 _PRINCIPAL = re.compile(r"[A-Za-z0-9_.@:-]{1,128}")

@@ -34,7 +34,7 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable, MutableMapping
 
-from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished
+from onedoor import STOP_CANCELLED, RunFailed, RunFinished
 
 log = logging.getLogger("onedoor.transport.http")
 

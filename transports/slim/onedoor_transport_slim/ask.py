@@ -70,7 +70,7 @@ async def ask(name: str, message: str, options: SlimOptions, *, out_fd: int, tim
 
 
 def run_ask(name: str, message: str, options: Any, *, timeout: float = 600.0) -> int:
-    from onedoor.errors import OnedoorError
+    from onedoor import OnedoorError
 
     from .bindings import protect_stdout
 

@@ -24,9 +24,8 @@ import asyncio
 import itertools
 from typing import Any
 
-from onedoor import jsonrpc
-from onedoor.composition import ChannelClosed, MessageTooLarge
-from onedoor.wire import WireError, decode_json, encode_text
+from onedoor import ChannelClosed, MessageTooLarge
+from onedoor.wire import WireError, decode_json, encode_text, jsonrpc
 
 from .bindings import describe_error, seconds
 from .errors import SlimTransportError

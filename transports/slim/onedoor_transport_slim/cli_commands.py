@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from onedoor.hookspecs import hookimpl
+from onedoor import hookimpl
 
 
 def _options(pairs: list[str], defaults: dict | None = None, **extra: str | None) -> object:
-    from onedoor.options import load_config_file, parse_options, split_cli_options
+    from onedoor.plugins.options import load_config_file, parse_options, split_cli_options
 
     from .options import SlimOptions
 
     scoped = split_cli_options(pairs)
     values = {**scoped.pop("", {}), **scoped.pop("slim", {})}
     if scoped:
-        from onedoor.errors import OptionsError
+        from onedoor import OptionsError
 
         raise OptionsError(f"unknown option scope(s) {', '.join(sorted(scoped))}: write slim.NAME=… or NAME=…")
     values.update({k: v for k, v in extra.items() if v is not None})

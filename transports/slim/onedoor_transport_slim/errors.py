@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onedoor.errors import OnedoorError
+from onedoor import OnedoorError
 
 
 class SlimTransportError(OnedoorError):

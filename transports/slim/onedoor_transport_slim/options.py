@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onedoor.errors import OptionsError
+from onedoor import OptionsError
 
 MIN_SECRET = 32
 DEFAULT_NAME = "agntcy/onedoor/agent"

@@ -17,8 +17,7 @@ import asyncio
 import sys
 from typing import Any
 
-from onedoor.composition import ServeContext
-from onedoor.errors import OptionsError
+from onedoor import OptionsError, ServeContext
 
 from . import bindings
 from .options import SlimOptions

@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from onedoor.composition import ServeContext
+from onedoor import ServeContext
 
 from . import bindings
 from .channel import SlimChannel, refusal_notice

@@ -1,6 +1,6 @@
-"""Shared journals in the SQLite file (see :mod:`onedoor.shared_journal`): what lets two
+"""Shared journals in the SQLite file (see :mod:`onedoor.journal.shared`): what lets two
 processes on one machine, sharing one threads file, reattach readers to each other's
-runs. Functions over a connection; :class:`onedoor.sqlite_store.SQLiteThreadStore` runs
+runs. Functions over a connection; :class:`onedoor.threads.sqlite.SQLiteThreadStore` runs
 them on its worker thread."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sqlite3
 import time
 from typing import Sequence
 
-from .shared_journal import JournalPage
+from .shared import JournalPage
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS journal_runs (

@@ -1,111 +1,15 @@
-"""Threads: stored conversations, and the store interface every thread store implements.
-
-A thread belongs to one owner (a principal id) and holds its messages (port
-``Message``s, tool calls and results included), a title, per-thread settings and a
-``version`` that grows by one with every change. Every store call names the owner: a
-thread of another owner is indistinguishable from one that does not exist. Writers
-append with ``expected_version`` (compare-and-set): two doors writing one thread at once
-serialise (one gets :class:`ThreadError` ``conflict``, re-reads and retries) instead of
-losing a turn. Stores are async; :mod:`onedoor.sqlite_store` is the embedded one.
-
-Thread ids are made by the store (``t-`` and 24 hex digits) or chosen by the client
-(AG-UI's ``threadId``, A2A's ``contextId``): 1 to 128 characters of letters, digits and
-``-_.:``. A chosen id that is taken (by anyone) is ``conflict``, never another owner's
-thread. Stores are plugins of the ``onedoor.stores`` entry-point group
-(:mod:`onedoor.stores`); ``onedoor serve`` gives the kernel one (``kernel.store``).
-"""
+"""A run's turn on its thread: what it adds (:class:`TurnRecorder`) and how it is kept
+(:func:`append_turn`)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import re
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterable, Sequence
 
-from .errors import OnedoorError
-from .events import TextDelta, ToolFinished, ToolStarted
-from .messages import Message, ToolCall
-
-
-class ThreadError(OnedoorError):
-    """A thread change the store refused: ``reason`` is ``not_found`` (also another
-    owner's thread), ``conflict`` (``expected_version`` is stale, or a chosen id is
-    taken), ``too_large``, ``invalid`` (not a usable thread id) or ``unavailable``
-    (:class:`StoreUnavailable`)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-class StoreUnavailable(ThreadError):
-    """The store cannot be reached now (a database restarting, a network gone): nothing
-    half-done was kept, and a later call may succeed. Doors answer it as "try again"
-    (HTTP 503); a run whose turn could not be kept ends ``RunFailed`` saying so."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("unavailable", message)
-
-
-_THREAD_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
-
-
-def new_thread_id() -> str:
-    return "t-" + os.urandom(12).hex()
-
-
-def check_thread_id(thread_id: Any) -> str:
-    """``thread_id`` if it is a usable id, else :class:`ThreadError` ``invalid``."""
-    if not isinstance(thread_id, str) or not _THREAD_ID.fullmatch(thread_id):
-        shown = repr(thread_id)[:60]
-        raise ThreadError("invalid", f"a thread id is 1-128 letters, digits or -_.: (got {shown})")
-    return thread_id
-
-
-@dataclass(frozen=True)
-class Thread:
-    id: str
-    owner: str
-    title: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)
-    messages: tuple[Message, ...] = ()
-    version: int = 0
-    created_at: float = 0.0
-    updated_at: float = 0.0
-
-
-@dataclass(frozen=True)
-class ThreadSummary:
-    """What a listing shows: no messages, only how many."""
-
-    id: str
-    title: str
-    message_count: int
-    created_at: float
-    updated_at: float
-
-
-@runtime_checkable
-class ThreadStore(Protocol):
-    """What every store implements; ``onedoor.testing.store_conformance`` checks it."""
-
-    async def create(
-        self, owner: str, *, title: str = "", settings: dict[str, Any] | None = None, thread_id: str | None = None
-    ) -> Thread: ...
-
-    async def get(self, owner: str, thread_id: str) -> Thread | None: ...
-
-    async def list(self, owner: str, *, limit: int = 50, before: str | None = None) -> list[ThreadSummary]: ...
-
-    async def append(
-        self, owner: str, thread_id: str, messages: Sequence[Message], *, expected_version: int
-    ) -> Thread: ...
-
-    async def delete(self, owner: str, thread_id: str) -> bool: ...
-
-    async def close(self) -> None: ...
+from ..events import TextDelta, ToolFinished, ToolStarted
+from ..messages import Message, ToolCall
+from .model import Thread, ThreadError, ThreadStore
 
 
 class TurnRecorder:
@@ -198,18 +102,6 @@ async def append_turn(store: ThreadStore, thread: Thread, messages: Sequence[Mes
     raise ThreadError("conflict", f"thread {thread.id!r} changed {attempts} times while saving; try again")
 
 
-def check_append(thread_id: str, row: Any, expected_version: int, added: int, limit: int) -> None:
-    """For store authors: refuse an append to ``row`` (``(version, chars)`` of the owner's
-    thread, or None) the way every store must (not_found, conflict, too_large)."""
-    if row is None:
-        raise ThreadError("not_found", f"no thread {thread_id!r}")
-    version, chars = row[0], row[1]
-    if version != expected_version:
-        raise ThreadError("conflict", f"thread {thread_id!r} changed (version {version}, expected {expected_version})")
-    if chars + added > limit:
-        raise ThreadError("too_large", f"thread {thread_id!r} would hold {chars + added} characters; the limit is {limit}")
-
-
 def title_from(messages: Sequence[Message], limit: int = 80) -> str:
     """A thread's default title: its first user message, on one line, cut at ``limit``."""
     for message in messages:
@@ -219,4 +111,4 @@ def title_from(messages: Sequence[Message], limit: int = 80) -> str:
     return ""
 
 
-__all__ = ["append_turn", "Thread", "ThreadError", "ThreadStore", "ThreadSummary", "TurnRecorder", "title_from", "turn_messages"]
+__all__ = ["TurnRecorder", "append_turn", "title_from", "turn_messages"]

@@ -17,8 +17,8 @@ import logging
 import threading
 from typing import Any, Callable
 
-from .feed import Feed, resolve
-from .port import Message, RunContext
+from ..port import Message, RunContext
+from ._feed import Feed, resolve
 
 log = logging.getLogger("onedoor.kernel")
 

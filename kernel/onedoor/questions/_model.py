@@ -1,21 +1,5 @@
-"""Questions a run needs a person to answer, and their answers.
+"""Questions and answers: the model (see :mod:`onedoor.questions`)."""
 
-A backend asks (``await context.ask(question)`` or ``context.ask_sync(question)`` from a
-worker thread); the door the run came through answers, in one of three ways it chooses
-per run (:mod:`onedoor.askers`). Two kinds of question:
-
-``approval``  may the agent run this tool call? Outcomes: ``allow_once``,
-              ``allow_always``, ``reject_once``, ``reject_always``. ``*_always`` is
-              remembered for the rest of the run, per tool name.
-``input``     a free-form question whose answer is an object described by a small
-              JSON Schema (the "form" subset every door can render: a flat object of
-              strings, numbers, integers, booleans and enums; MCP elicitation's subset).
-              Outcomes: ``accept`` (with a ``value``), ``decline``, ``cancel``.
-
-Questions and answers are frozen and turn into JSON objects and back
-(``to_dict``/``from_dict``). Answers given by a client are checked with
-:func:`check_answer` before a backend sees them.
-"""
 
 from __future__ import annotations
 
@@ -24,8 +8,8 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .errors import OnedoorError
-from .messages import ToolCall
+from ..errors import OnedoorError
+from ..messages import ToolCall
 
 APPROVAL: Literal["approval"] = "approval"
 INPUT: Literal["input"] = "input"
@@ -269,6 +253,6 @@ def _whole(number: int | float) -> bool:
 
 
 __all__ = [
-    "APPROVAL", "APPROVAL_OUTCOMES", "Answer", "INPUT", "INPUT_OUTCOMES", "Question", "QuestionError",
-    "check_answer", "check_form_schema", "closing_answer", "form_problem", "policy_answer",
+    "APPROVAL", "APPROVAL_OUTCOMES", "Answer", "HOW", "INPUT", "INPUT_OUTCOMES", "Question", "QuestionError",
+    "check_answer", "check_form_schema", "clip", "closing_answer", "form_problem", "new_question_id", "policy_answer",
 ]

@@ -1,26 +1,5 @@
-"""Plugin discovery and loading.
+"""Plugin discovery and loading (see :mod:`onedoor.plugins`)."""
 
-Five entry-point groups (:data:`GROUPS`). Listing reads installed metadata and imports
-nothing; :func:`load` imports exactly the one named plugin (through stevedore) and
-checks it is the right kind of object. A broken plugin becomes a :class:`PluginError`
-naming it; it never takes the CLI down. That holds for a plugin whose import raises
-``SystemExit`` or any other ``BaseException`` too; only ``KeyboardInterrupt`` goes
-through, because the user asked for it.
-
-Hook implementations are checked when they are registered: one that names no onedoor
-hook (``onedoor_run_startd``) is reported, with the hook it most likely meant.
-
-Environment:
-
-``ONEDOOR_PLUGINS``        allow-list, comma-separated ``name`` or ``kind:name``; when set,
-                           nothing else loads
-``ONEDOOR_BLOCK_PLUGINS``  block-list, same syntax
-``ONEDOOR_STRICT_PLUGINS`` ``1``: a hook plugin that fails to load or names an unknown
-                           hook is an error, not a warning; a broken default door too
-
-Tests can put plugin objects in place of installed ones for the current process with
-:func:`add_in_process_plugin` (what stevedore's ``make_test_instance`` is to a manager).
-"""
 
 from __future__ import annotations
 
@@ -30,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .errors import PluginError
+from ..errors import PluginError
 
 GROUPS = {
     "backend": "onedoor.backends",
@@ -217,7 +196,7 @@ def _check_kind(kind: str, name: str, obj: Any) -> Any:
             raise PluginError(f"{kind} {name!r} is not a factory: got {type(obj).__name__}, expected a callable")
         return obj
     if kind in ("door", "transport"):
-        from .composition import check_door, check_transport
+        from ..composition import check_door, check_transport
 
         if inspect.isclass(obj):
             try:
@@ -242,7 +221,7 @@ def check_all(kinds: Iterable[str] = GROUPS) -> list[PluginInfo]:
     each gets ``error`` if it does not load, is the wrong kind of object, has a bad hook
     implementation or misses an installed requirement, and ``warnings`` for hook
     implementations that name no onedoor hook."""
-    from .requirements_check import unmet_requirements
+    from .requirements import unmet_requirements
 
     infos = discover(kinds)
     unmet: dict[str, list[str]] = {}
@@ -275,7 +254,7 @@ def check_all(kinds: Iterable[str] = GROUPS) -> list[PluginInfo]:
 def _new_plugin_manager() -> Any:
     import pluggy
 
-    from . import hookspecs
+    from .. import hookspecs
 
     pm = pluggy.PluginManager("onedoor")
     pm.add_hookspecs(hookspecs)
@@ -378,7 +357,7 @@ def register_hooks(pm: Any, kind: str, name: str, obj: Any) -> None:
 
 def make_backend(name: str, *, cli: dict[str, Any] | None = None, file: dict[str, Any] | None = None) -> Any:
     """Load a backend and validate its options now, before any server starts."""
-    from .kernel import Backend
+    from ..run.model import Backend
     from .options import parse_options
 
     factory = load("backend", name)

@@ -6,7 +6,7 @@ for one idle timeout after) the run's idle timeout waits for the human; a cancel
 answers every open and later question no (``reject_once`` / ``cancel``); an
 ``*_always`` answer is remembered for the run, per tool name; an answer that does not fit
 its question never reaches the backend. Internal to the kernel: doors choose an asker
-(:mod:`onedoor.askers`), backends call ``context.ask``.
+(:mod:`onedoor.questions.askers`), backends call ``context.ask``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,22 @@ import logging
 import time
 from typing import Any, Callable
 
-from .askers import LiveAsker, PolicyAsker, SuspendAsker, coerce_answer
-from .events import QuestionAnswered, QuestionAsked
-from .feed import Feed
-from .questions import APPROVAL, Answer, Question, QuestionError, check_answer, clip, closing_answer, policy_answer
+from ..events import QuestionAnswered, QuestionAsked
+from ..questions import (
+    APPROVAL,
+    Answer,
+    LiveAsker,
+    PolicyAsker,
+    Question,
+    QuestionError,
+    SuspendAsker,
+    check_answer,
+    clip,
+    closing_answer,
+    coerce_answer,
+    policy_answer,
+)
+from ._feed import Feed
 
 log = logging.getLogger("onedoor.kernel")
 

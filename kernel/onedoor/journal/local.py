@@ -1,76 +1,35 @@
-"""The journal: every event of a run, numbered, kept for a while, readable again.
+"""A run's journal on this server, and the kernel's index of journals (see :mod:`onedoor.journal`)."""
 
-A door that wants resumable streams hands its run to the kernel instead of iterating it
-itself::
-
-    journal = kernel.journals.start(stream, on_disconnect="cancel")
-    async for seq, event in journal.follow(after=0):
-        send(event, id=journal.cursor(seq))
-
-The kernel drives the stream in a task of its own and numbers its events 1, 2, 3, …;
-readers replay what they missed and then follow live events, each event exactly once,
-until a terminal event (``RunFinished`` — also the ``suspended`` one of a run waiting
-for answers — or ``RunFailed``). A reader that reconnects passes the cursor of the last
-event it saw (SSE ``Last-Event-ID``). A resumed run (the stream ``kernel.resume``
-returns) is started on the same journal and its numbers go on.
-
-What a client's going away does is the door's choice, per run: ``"cancel"`` (the
-default, as before journals) cancels the run when its last reader leaves while it is
-running; ``"finish"`` lets it run on into its thread, and a reader may come back.
-
-A journal is kept ``limits.journal_retention`` seconds after its run ends, and holds at
-most ``limits.max_journal_events`` events (the oldest go first); ended journals hold at
-most ``limits.max_kept_journal_events`` in all (the oldest journals go first); a cursor older than
-what is kept raises :class:`CursorExpired` (doors answer 409, or a thread snapshot).
-Journals are per principal: another principal's run is unknown.
-
-With a store that shares journals (:mod:`onedoor.shared_journal`; PostgreSQL), events
-are written to the store before readers get them, and a reader can reattach through
-any server sharing the store (``await kernel.journals.find(run_id, principal)``).
-
-Cursors are ``"<run_id>:<epoch>:<seq>"``; ``epoch`` is 0 on a single server (it will
-count the servers a run moved across once journals live in a shared store).
-"""
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import Any, AsyncIterator, Protocol
 
-from .errors import OnedoorError
-from .events import STOP_SUSPENDED, Event, RunFailed, RunFinished
-from .shared_journal import LEASE_TTL, JournalWriter, RemoteJournal, shared_store
+from ..events import STOP_SUSPENDED, Event, RunFailed, RunFinished
+from ..limits import Limits
+from .cursors import CursorExpired
+from .shared import LEASE_TTL, JournalWriter, RemoteJournal, shared_store
 
-if TYPE_CHECKING:
-    from .kernel import Kernel, RunStream
+
+class Journaled(Protocol):
+    """What a journal drives: a run's event stream (the kernel's ``RunStream``)."""
+
+    run_id: str
+    principal: str
+    thread: Any  # the run's Thread, or None
+    suspended: bool
+
+    def cancel(self, grace: float | None = None) -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, *exc: Any) -> None: ...
 
 ON_DISCONNECT = ("cancel", "finish")
-_CURSOR = re.compile(r"([A-Za-z0-9_.-]{1,128}):(\d{1,9}):(\d{1,12})")
-
-
-class CursorExpired(OnedoorError):
-    """The cursor is older than the events the journal still holds."""
-
-
-@dataclass(frozen=True)
-class Cursor:
-    run_id: str
-    epoch: int
-    seq: int
-
-    def __str__(self) -> str:
-        return f"{self.run_id}:{self.epoch}:{self.seq}"
-
-
-def parse_cursor(text: Any) -> Cursor:
-    """A cursor from its text form; ``ValueError`` (a short message) for anything else."""
-    match = _CURSOR.fullmatch(text) if isinstance(text, str) else None
-    if match is None:
-        raise ValueError("not a cursor: expected RUN_ID:EPOCH:SEQ, as in an event's id")
-    return Cursor(match.group(1), int(match.group(2)), int(match.group(3)))
 
 
 class RunJournal:
@@ -86,13 +45,15 @@ class RunJournal:
         self._first_seq = 1  # the number of self._events[0]
         self._max_events = max(1, max_events)
         self._wake: asyncio.Future[None] | None = None  # made when a reader waits, set by the next event
-        self._stream: RunStream | None = None
+        self._stream: Journaled | None = None
         self._followers = 0
         self._durable_seq: int | None = None  # with a shared journal: the last number the store holds
         self.writer: JournalWriter | None = None
         self.done = False  # the run has ended for good (not just suspended for answers)
         self.forgotten = False  # its thread was deleted: dropped as soon as the run ends
         self.dropped = False  # no longer kept by the kernel (retention, budget, deleted thread)
+        self.names: list[str] = []  # other names doors gave the run (Journals.name)
+        self.notes: dict[str, Any] = {}  # what doors keep about the run, one key per door; it goes with the journal
 
     @property
     def last_seq(self) -> int:
@@ -194,33 +155,35 @@ class RunJournal:
 class Journals:
     """The kernel's journals (``kernel.journals``): start a run on one, find one again."""
 
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
+    def __init__(self, limits: Limits, store: Any = None) -> None:
+        self.limits = limits
+        self.store = store  # the kernel's thread store: a store that shares journals gets them too
         self._journals: dict[str, RunJournal] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._ended: OrderedDict[str, RunJournal] = OrderedDict()  # ended journals, oldest first
         self._ended_events = 0
+        self._names: dict[str, RunJournal] = {}  # other names of runs (Journals.name)
 
     def __len__(self) -> int:
         return len(self._journals)
 
-    def start(self, stream: RunStream, *, on_disconnect: str = "cancel") -> RunJournal:
+    def start(self, stream: Journaled, *, on_disconnect: str = "cancel") -> RunJournal:
         """Drive ``stream`` in a kernel task, journaling its events; a stream of a run that
         already has a journal (a resumed run) continues it."""
         if on_disconnect not in ON_DISCONNECT:
             raise ValueError(f"on_disconnect must be one of {', '.join(ON_DISCONNECT)}")
         journal = self._journals.get(stream.run_id)
         if journal is None or journal.principal != stream.principal:
-            journal = RunJournal(stream.run_id, stream.principal, max_events=self.kernel.limits.max_journal_events)
+            journal = RunJournal(stream.run_id, stream.principal, max_events=self.limits.max_journal_events)
             self._journals[stream.run_id] = journal
         if journal.running:
             raise ValueError(f"run {stream.run_id} is already being journaled")
         journal.on_disconnect = on_disconnect
         journal.thread_id = stream.thread.id if stream.thread is not None else journal.thread_id
         journal._stream = stream
-        store = shared_store(self.kernel.store)
+        store = shared_store(self.store)
         if store is not None:
-            limits = self.kernel.limits
+            limits = self.limits
             journal.writer = JournalWriter(store, journal, limits.journal_retention, limits.question_ttl + LEASE_TTL)
             journal._durable_seq = journal.last_seq
             journal.writer.start()
@@ -233,21 +196,41 @@ class Journals:
         """The journal of ``run_id`` for a reader that reattaches: this server's, else (with
         a store that shares journals) the one another server is writing. None: unknown."""
         local = self.get(run_id, principal)
-        store = shared_store(self.kernel.store)
+        store = shared_store(self.store)
         if local is not None or store is None or not isinstance(run_id, str):
             return local
         page = await store.journal_read(run_id, principal, 0, limit=0)
         return RemoteJournal(store, run_id, principal, page) if page is not None else None
 
     def kept(self, run_id: str) -> bool:
-        """A journal of this run id is kept (anyone's)."""
-        return run_id in self._journals
+        """A journal of this run id (or name) is kept (anyone's)."""
+        return run_id in self._journals or run_id in self._names
+
+    def name(self, journal: RunJournal, name: str) -> None:
+        """Give ``journal``'s run another name a reader may know it by (AG-UI: the runId of
+        a response that resumed it). The caller checks the name is free
+        (``kernel.check_run_id``); it is forgotten with the journal."""
+        if name != journal.run_id and name not in journal.names:
+            journal.names.append(name)
+            self._names[name] = journal
+
+    def named(self, name: str, principal: str) -> RunJournal | None:
+        """The journal of the run with this id or name, if it is ``principal``'s."""
+        journal = self.get(name, principal)
+        if journal is None and isinstance(name, str):
+            found = self._names.get(name)
+            journal = found if found is not None and found.principal == principal else None
+        return journal
+
+    def of_thread(self, thread_id: str, principal: str) -> list[RunJournal]:
+        """The kept journals of ``principal``'s runs on ``thread_id``, oldest first."""
+        return [j for j in self._journals.values() if j.thread_id == thread_id and j.principal == principal]
 
     def forget_thread(self, thread_id: str, principal: str) -> int:
         """Drop the journals of a deleted thread at once (they hold its text): readers find
         the runs unknown, and a reader still following one gets no more of it.
         ``kernel.forget_thread`` also cancels the runs. Returns how many were dropped."""
-        mine = [j for j in self._journals.values() if j.thread_id == thread_id and j.principal == principal]
+        mine = self.of_thread(thread_id, principal)
         for journal in mine:
             journal.forgotten = True
             self._drop(journal)
@@ -259,6 +242,9 @@ class Journals:
             self._ended_events -= len(journal._events)
         if self._journals.get(journal.run_id) is journal:
             del self._journals[journal.run_id]
+        for name in journal.names:
+            if self._names.get(name) is journal:
+                del self._names[name]
         if journal.forgotten:  # a deleted thread's text: not even a reader holding the journal gets it
             journal._first_seq += len(journal._events)
             journal._events.clear()
@@ -267,7 +253,7 @@ class Journals:
         journal = self._journals.get(run_id) if isinstance(run_id, str) else None
         return journal if journal is not None and journal.principal == principal else None
 
-    async def _drive(self, journal: RunJournal, stream: RunStream) -> None:
+    async def _drive(self, journal: RunJournal, stream: Journaled) -> None:
         for_good = True
         try:
             async with stream:
@@ -278,7 +264,7 @@ class Journals:
             if stream.thread is not None:
                 journal.thread_id = stream.thread.id
             journal._ended(for_good)
-            limits = self.kernel.limits
+            limits = self.limits
             keep = limits.journal_retention + (0 if for_good else limits.question_ttl)
             asyncio.get_running_loop().call_later(keep, self._forget, journal)
             if for_good:
@@ -296,7 +282,7 @@ class Journals:
             self._ended_events -= len(previous._events)
         self._ended[ended.run_id] = ended
         self._ended_events += len(ended._events)
-        budget = self.kernel.limits.max_kept_journal_events
+        budget = self.limits.max_kept_journal_events
         while self._ended_events > budget and len(self._ended) > 1:
             oldest = next(iter(self._ended.values()))
             self._drop(oldest)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .errors import ContractViolation
-from .events import (
+from ..errors import ContractViolation
+from ..events import (
     STOP_PENDING_TOOLS,
     ReasoningDelta,
     RunFailed,

@@ -1,16 +1,6 @@
-"""The ``onedoor`` command: its entry point, its error policy and the fast path of `onedoor run`.
+"""`onedoor run`'s fast path: its command line read without typer, and the run itself
+(see :mod:`onedoor.cli`)."""
 
-Every failure is one line on stderr and a non-zero exit, never a traceback: 2 for usage
-and configuration mistakes (typer's own usage message for a mistyped command line), 1
-for a failed run, 130 for a cancelled or interrupted one.
-
-The commands themselves are a typer application (:mod:`onedoor.cli_app`). Building and
-running it costs more than `onedoor run` may spend on start-up (typer 0.29 builds a
-pydantic adapter for every parameter it converts), so a plain `onedoor run` command line
-is read here, by :func:`parse_run_args`, without importing typer. It takes only what it
-can read unambiguously with the same meaning as typer; anything else (``--help``, a
-mistake, an unusual spelling) goes to the typer application, which answers as usual.
-"""
 
 from __future__ import annotations
 
@@ -19,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .errors import OnedoorError
+from ..errors import OnedoorError
 
 # `onedoor run`'s options, as the typer command declares them (tests check both agree).
 RUN_VALUE_OPTIONS = {
@@ -110,9 +100,9 @@ def read_stdin_message() -> str:
 def terminal_options(request: RunRequest, pairs: list[str]) -> object:
     """The terminal door's options for `onedoor run`: ``-o terminal.NAME=…`` pairs, then
     $ONEDOOR_TERMINAL_*, then ``[options.terminal]`` of onedoor.toml; ``--ask-fallback`` wins."""
-    from .builtins.terminal_door import TerminalOptions
-    from .errors import OptionsError
-    from .options import load_config_file, parse_options, split_cli_options
+    from ..builtins.terminal_door import TerminalOptions
+    from ..errors import OptionsError
+    from ..plugins.options import load_config_file, parse_options, split_cli_options
 
     if request.ask_fallback is not None and request.ask_fallback not in ASK_FALLBACKS:
         raise OptionsError(f"--ask-fallback must be one of {', '.join(ASK_FALLBACKS)}; got {request.ask_fallback!r}")
@@ -129,8 +119,8 @@ def run_command(request: RunRequest) -> int:
     """`onedoor run`: one message, the reply streamed as it is written; the exit code."""
     import asyncio
 
-    from .builtins.run_once import run_once
-    from .serve import kernel_for
+    from ..builtins.run_once import run_once
+    from ..plugins.serve import kernel_for
 
     pairs = list(request.options)
     mine = [p for p in pairs if p.partition("=")[0].strip().startswith("terminal.")]
@@ -145,30 +135,7 @@ def run_command(request: RunRequest) -> int:
     ))
 
 
-def run_cli(args: Sequence[str]) -> int:
-    """Run one command line (without the program name); the exit code."""
-    try:
-        request = parse_run_args(args)
-        if request is not None:
-            return run_command(request)
-        from .cli_app import invoke
-
-        return invoke(args)
-    except OnedoorError as exc:
-        print(f"onedoor: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("onedoor: interrupted", file=sys.stderr)
-        return 130
-
-
-def main() -> None:
-    """The ``onedoor`` script."""
-    from .foreign import warn_if_installed  # here too: the other `onedoor` may have replaced our __init__.py
-
-    warn_if_installed()
-    sys.exit(run_cli(sys.argv[1:]))
-
-
-if __name__ == "__main__":
-    main()
+__all__ = [
+    "ASK_FALLBACKS", "RUN_FLAGS", "RUN_VALUE_OPTIONS", "RunRequest", "parse_run_args", "read_stdin_message", "run_command",
+    "terminal_options",
+]

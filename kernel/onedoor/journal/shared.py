@@ -1,0 +1,201 @@
+"""Journals shared through the store, so a reader can reattach through any server.
+
+A store that sets ``shares_journals = True`` and has the methods of
+:class:`SharedJournalStore` keeps every journaled run's events, with the run's
+principal, thread and a *lease*: the server driving the run renews it while the run
+lives. Then:
+
+- the driving server writes each batch of events to the store **before** its own
+  readers get them (a reader anywhere never sees an event the store does not hold);
+  writes are grouped: while one is in flight, the next events wait and go together;
+- ``kernel.journals.find(run_id, principal)`` on another server returns a
+  :class:`RemoteJournal` that follows the run by reading the store (polling with
+  back-off, from 5 ms to 200 ms);
+- a reader whose run's lease ran out with no ending gets
+  ``RunFailed("the server running it stopped")``: nothing stays pending forever;
+- ``cancel()`` on a remote journal asks the store; the driving server sees it when it
+  next writes or renews its lease (at most ``LEASE_RENEW`` seconds) and cancels the run.
+
+A store write that fails stops the sharing of that run (logged); the run goes on for
+its local readers, and its turn still goes to its thread the usual way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
+
+from ..events import STOP_SUSPENDED, Event, RunFailed, RunFinished, event_from_json, event_to_json
+from .cursors import CursorExpired
+
+log = logging.getLogger("onedoor.journal")
+
+LEASE_TTL = 10.0  # seconds a run's lease lasts without renewal
+LEASE_RENEW = 2.0  # how often the driving server renews it (and looks for a cancel)
+SERVER_ID = os.urandom(6).hex()  # this process, as journal rows name it
+STOPPED = "the server running it stopped"
+
+
+@dataclass(frozen=True)
+class JournalPage:
+    """What the store holds of a run after some number: ``events`` as (seq, JSON text)."""
+
+    events: list[tuple[int, str]]
+    first_seq: int  # the oldest number the store still holds (1 unless pruned)
+    last_seq: int
+    ended: bool  # the run's final ending is written
+    lease_until: float
+    thread_id: str | None
+
+
+@runtime_checkable
+class SharedJournalStore(Protocol):
+    shares_journals: bool
+
+    async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,
+                           lease_until: float) -> bool:
+        """Claim the run's row (False: it is another principal's, or an ended run's)."""
+        ...
+
+    async def journal_write(self, run_id: str, first_seq: int, events: Sequence[str], *, lease_until: float,
+                            ended: bool) -> bool:
+        """Store events numbered from ``first_seq`` and renew the lease; True when a
+        reader asked for the run to be cancelled."""
+        ...
+
+    async def journal_read(self, run_id: str, principal: str, after: int, *, limit: int = 500) -> JournalPage | None:
+        """Events after ``after`` (None: no such run for this principal)."""
+        ...
+
+    async def journal_cancel(self, run_id: str, principal: str) -> bool: ...
+
+    async def journal_live_on(self, thread_id: str, *, besides: str) -> bool:
+        """Whether a run other than ``besides`` is writing ``thread_id`` (its lease holds)."""
+        ...
+
+    async def journal_prune(self, ended_before: float) -> int: ...
+
+
+def shared_store(store: Any) -> SharedJournalStore | None:
+    """``store`` if it shares journals, else None."""
+    if getattr(store, "shares_journals", False) and isinstance(store, SharedJournalStore):
+        return store
+    return None
+
+
+class JournalWriter:
+    """The driving server's side: writes a journal's events to the store, renews its lease."""
+
+    def __init__(self, store: SharedJournalStore, journal: Any, retention: float, parked_for: float) -> None:
+        self.store = store
+        self.journal = journal
+        self.retention = retention
+        self.parked_for = parked_for  # how long a parked run's lease lasts (it waits for answers)
+        self.written = 0  # the last number the store holds
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.failed = False
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"onedoor-journal-writer-{self.journal.run_id}")
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    async def _run(self) -> None:
+        journal, store = self.journal, self.store
+        try:
+            if not await store.journal_open(journal.run_id, journal.principal, SERVER_ID, journal.thread_id,
+                                            time.time() + LEASE_TTL):
+                raise RuntimeError("its run id is another run's in the store")
+            await store.journal_prune(time.time() - self.retention)
+            self.written = journal.first_held_seq - 1
+            while True:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), LEASE_RENEW)
+                except TimeoutError:
+                    pass
+                self._wake.clear()
+                upto = journal.last_seq
+                pending = [event_to_json(e) for e in journal.events_after(self.written)]
+                ended = journal.done
+                parked = not ended and not journal.running and upto >= journal.last_seq
+                lease = time.time() + (self.parked_for if parked else LEASE_TTL)
+                cancel = await store.journal_write(journal.run_id, self.written + 1, pending, lease_until=lease,
+                                                   ended=ended)
+                self.written = upto
+                journal._durable(upto)
+                if cancel:
+                    journal.cancel()
+                if ended or parked:
+                    return
+        except Exception as exc:  # noqa: BLE001 - the store failed: stop sharing, keep the run going here
+            log.warning("run %s: its journal is no longer shared (%s: %s)", journal.run_id, type(exc).__name__, exc)
+            self.failed = True
+            journal._durable(None)
+
+
+class RemoteJournal:
+    """A run another server drives, read from the store (same reading API as RunJournal)."""
+
+    def __init__(self, store: SharedJournalStore, run_id: str, principal: str, page: JournalPage) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.principal = principal
+        self.thread_id = page.thread_id
+        self.epoch = 0
+        self.last_seq = page.last_seq
+        self.done = page.ended
+        self.running = not page.ended
+
+    def cursor(self, seq: int) -> str:
+        return f"{self.run_id}:{self.epoch}:{seq}"
+
+    def cancel(self) -> None:
+        asyncio.get_running_loop().create_task(self.store.journal_cancel(self.run_id, self.principal))
+
+    async def _ends_at(self, seq: int) -> bool:
+        page = await self.store.journal_read(self.run_id, self.principal, seq - 1, limit=1)
+        if page is None or not page.events:
+            return False
+        return isinstance(event_from_json(page.events[0][1]), (RunFinished, RunFailed))
+
+    async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, Event]]:
+        page = await self.store.journal_read(self.run_id, self.principal, after)
+        if page is None:
+            raise CursorExpired(f"run {self.run_id} is no longer kept")
+        if after + 1 < page.first_seq:
+            raise CursorExpired(f"events after {self.cursor(after)} are no longer kept; read the thread instead")
+        if after > page.last_seq:
+            raise CursorExpired(f"{self.cursor(after)} is not a cursor this run gave out")
+        if not page.events and after >= 1 and await self._ends_at(after):
+            return  # the cursor is the run's ending (or its waiting for answers): nothing more now
+        seq, pause = after, 0.005
+        while True:
+            for number, text in page.events:
+                event = event_from_json(text)
+                seq = number
+                yield number, event
+                if isinstance(event, (RunFinished, RunFailed)):  # (a suspended ending too, as locally)
+                    self.done = event.stop_reason != STOP_SUSPENDED if isinstance(event, RunFinished) else True
+                    return
+            if page.ended and not page.events:
+                return
+            if not page.events:
+                if page.lease_until < time.time():
+                    self.done = True
+                    yield seq + 1, RunFailed(self.run_id, STOPPED)
+                    return
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.2)
+            else:
+                pause = 0.005
+            fresh = await self.store.journal_read(self.run_id, self.principal, seq)
+            if fresh is None:
+                return
+            page = fresh
+            self.last_seq = page.last_seq

@@ -1,0 +1,54 @@
+"""What the kernel checks before a run starts: its input and the run id a door passes on.
+
+Each check raises :class:`~onedoor.errors.RunRefused` before anything runs, so a door
+answers its protocol's refusal and the backend never sees the input.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from ..errors import RunRefused
+from ..journal import RUN_ID
+from ..limits import Limits
+from ..messages import Message, normalize_history
+from ..questions import clip
+
+
+def check_input(limits: Limits, message: Any, history: Iterable[Any] | None) -> list[Message]:
+    """The normalized history; RunRefused for a message or history the kernel will not run."""
+    if not isinstance(message, str):
+        raise RunRefused("invalid", "the message must be a string")
+    if len(message) > limits.max_message_chars:
+        raise RunRefused(
+            "too_large", f"the message has {len(message)} characters; the limit is {limits.max_message_chars}"
+        )
+    try:
+        past = normalize_history(history)
+    except ValueError as exc:
+        raise RunRefused("invalid", f"bad history: {exc}") from None
+    if not message.strip() and not (past and past[-1].role == "tool"):
+        # An empty message is a continuation only after tool results (a client
+        # answering frontend tools); otherwise there is nothing to answer.
+        raise RunRefused("invalid", "the message is empty")
+    total = len(message) + sum(len(m.content) for m in past)
+    if total > limits.max_input_chars:
+        raise RunRefused(
+            "too_large", f"message and history have {total} characters; the limit is {limits.max_input_chars}"
+        )
+    return past
+
+
+def check_run_id(run_id: Any, in_use: Callable[[str], bool], kept: Callable[[str], bool]) -> None:
+    """A run id a door passes on from its client: usable in a journal cursor (else
+    ``invalid``), and neither in use (running or waiting for answers) nor used recently (a
+    journal still kept), by anyone (``in_use``): a run never continues another's events."""
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise RunRefused("invalid", f"a run id is 1-128 letters, digits or -_. (got {clip(repr(run_id))})")
+    if in_use(run_id):
+        raise RunRefused("in_use", f"run id {clip(run_id)} is in use (running or waiting for answers)")
+    if kept(run_id):
+        raise RunRefused("in_use", f"run id {clip(run_id)} was used recently; choose a new one")
+
+
+__all__ = ["check_input", "check_run_id"]

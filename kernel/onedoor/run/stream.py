@@ -1,0 +1,392 @@
+"""One response of a run: the async stream of events a door reads (see ``Kernel.run``).
+
+A stream yields ``RunStarted``, the backend's events as the contract allows them (and
+the kernel's question events, for a door that passed an asker), then exactly one terminal
+event. With a ``SuspendAsker``, a question ends the response with
+``RunFinished(stop_reason="suspended")`` and parks the run; ``kernel.resume`` returns a
+new stream over the same run (its :class:`~onedoor.run._core.RunCore`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, AsyncGenerator, AsyncIterator
+
+from ..errors import ContractViolation
+from ..events import STOP_CANCELLED, STOP_SUSPENDED, Event, RunFailed, RunFinished, RunStarted, ToolFinished
+from ._core import RunCore
+from ._gate import Injected
+from ._observers import notify
+from ._runner import StopRun
+from ._turn import open_turn, save_turn
+from .contract import Contract
+from .model import RunInfo
+
+log = logging.getLogger("onedoor.kernel")
+
+_TERMINAL = (RunFinished, RunFailed)
+
+
+class RunStream:
+    """One run's event stream. Iterate it, or use it as an async context manager.
+
+    ``cancel()`` asks the run to stop: the backend is told, and within ``cancel_grace``
+    the stream ends with the events already produced, ToolFinished errors for open tool
+    calls, and RunFinished(stop_reason="cancelled"). ``aclose()`` (or leaving
+    ``async with``) also cancels, for a consumer that went away and wants no more
+    events; it is also what frees the slot of a run that was never iterated.
+    """
+
+    def __init__(self, core: RunCore, *, resumed: bool = False) -> None:
+        self._core = core
+        core.current = self
+        self._retired = False  # this response ended "suspended": the run is parked (or went on in another)
+        self._cancel_requested = False
+        self._started = False
+        self._ended = asyncio.Event()  # set once this response has ended (see Kernel.shutdown)
+        self._resumed = resumed
+        self._gen = self._drive()
+
+    # -- what doors read ---------------------------------------------------------------
+    @property
+    def run_id(self) -> str:
+        return self._core.run_id
+
+    @property
+    def principal(self) -> str:
+        return self._core.principal
+
+    @property
+    def message(self) -> str:
+        return self._core.message
+
+    @property
+    def history(self) -> list[Any]:
+        return self._core.history
+
+    @property
+    def context(self) -> Any:
+        return self._core.context
+
+    @property
+    def thread(self) -> Any:
+        """The run's thread (after the run: as stored with its turn), or None."""
+        return self._core.thread
+
+    @property
+    def info(self) -> RunInfo | None:
+        return self._core.info
+
+    @property
+    def outcome(self) -> RunFinished | RunFailed | None:
+        """The run's terminal event once it has ended (None while it runs or waits)."""
+        return self._core.outcome
+
+    @property
+    def ended(self) -> asyncio.Event:
+        """Set once this response has ended (its terminal event, or its suspension)."""
+        return self._ended
+
+    @property
+    def started(self) -> bool:
+        """Iteration of this response has begun."""
+        return self._started
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel_requested
+
+    @property
+    def suspended(self) -> bool:
+        """This response ended with questions and the run is parked (or already resumed
+        in another stream): the response's end, or its client going away, must not cancel
+        it; ``cancel()`` still does, on purpose."""
+        return self._retired
+
+    # -- public API --------------------------------------------------------------------
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._gen
+
+    async def __aenter__(self) -> "RunStream":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    def cancel(self, grace: float | None = None) -> None:
+        """Ask the run to stop; safe to call more than once and after the end.
+
+        ``grace`` shortens how long the backend gets to stop (never beyond ``cancel_grace``).
+        """
+        core = self._core
+        if grace is not None:
+            core.shorten_grace(grace)
+        if self._retired:  # the run went on in another stream, or is parked
+            if core.current is not self:
+                core.current.cancel(grace)
+            else:
+                cancel_parked(core, "cancelled")
+            return
+        if self._cancel_requested or core.outcome is not None:
+            return
+        self._cancel_requested = True
+        core.gate.cancel()
+        core.tell_backend()
+        if core.runner is not None:
+            core.runner.feed.wake()
+
+    async def aclose(self) -> None:
+        """Stop the run (cancelled, if it had not ended) and free its slot."""
+        started = self._started
+        if not started and self._core.runner is not None and not self._retired:
+            # a resumed run nobody read: its backend is running, so stop it the usual way
+            self.cancel()
+            async for _ in self._gen:
+                pass
+            return
+        await self._gen.aclose()
+        if not started:  # never iterated: no backend ran and no observer saw it
+            self._finish(RunFinished(self.run_id, "", STOP_CANCELLED), observed=False)
+
+    # -- the drive loop ----------------------------------------------------------------
+    async def _drive(self) -> AsyncGenerator[Event, None]:
+        """The stream itself (see the module docstring)."""
+        core = self._core
+        self._begin()
+        run_id = core.run_id
+        contract = core.contract
+        outcome: RunFinished | RunFailed | None = None
+        parked = False
+        try:
+            yield RunStarted(run_id)
+            terminal: Any = None
+            try:
+                await self._start_run()
+                pass_text = contract.pass_text  # the fast path: most events are text in mid-run
+                while terminal is None and not self._cancel_requested:
+                    batch = await self._next_batch()
+                    for index, event in enumerate(batch):
+                        if self._cancel_requested:
+                            break
+                        if pass_text(event):
+                            yield event
+                            continue
+                        if type(event) is Injected:  # the kernel's own question events
+                            if not event.suspend:
+                                yield event.event
+                                _fail_if_asked(event)
+                            elif self._park(batch[index + 1:]):  # (False: the backend stopped waiting)
+                                parked = True
+                                yield event.event
+                                yield RunFinished(run_id, contract.text, STOP_SUSPENDED)
+                                return
+                            continue
+                        contract.check(event)
+                        if type(event) in _TERMINAL:
+                            terminal = event
+                            break
+                        if type(event) is not RunStarted:  # the kernel sent its own
+                            self._note_tool(event)
+                            yield event
+                closing, outcome = await self._ending(contract, terminal)
+            except (ContractViolation, StopRun) as exc:
+                core.gate.cancel()  # a question still open (a timeout while asked) is answered no
+                await core.stop_backend(tell=True)
+                closing, outcome = contract.close_open_tools("the run failed"), self._failure(exc)
+            for event in closing:
+                self._note_tool(event)
+                yield event
+            outcome = await save_turn(core, outcome)
+            core.outcome = outcome
+            yield outcome
+            await core.stop_backend(tell=False)
+        except BaseException:
+            if not parked:  # else the consumer left after the suspended ending: the run stays parked
+                outcome = await self._consumer_left()
+            raise
+        finally:
+            if not parked:
+                self._finish(outcome or RunFinished(run_id, contract.text, STOP_CANCELLED))
+
+    def _begin(self) -> None:
+        self._started = True
+        core = self._core
+        if not self._resumed:
+            core.info = RunInfo(
+                core.run_id, core.backend_name, core.context.door, core.message, len(core.history), time.time()
+            )
+            notify(core.host.hooks, "onedoor_run_started", run=core.info)
+
+    async def _start_run(self) -> None:
+        """A run's first response keeps the user's message and starts the backend (unless
+        cancelled first); a resumed one has both."""
+        if self._resumed:
+            return
+        await open_turn(self._core)
+        if not self._cancel_requested:
+            self._core.start_backend()
+
+    async def _consumer_left(self) -> RunFinished | RunFailed | None:
+        """The consumer went away (aclose / task cancelled): stop the backend, no more events."""
+        core = self._core
+        cut_short = core.outcome is None
+        if cut_short:
+            core.outcome = RunFinished(core.run_id, core.contract.text, STOP_CANCELLED)
+            self._cancel_requested = True
+            core.gate.cancel()
+        await core.stop_backend(tell=cut_short)
+        await save_turn(core, core.outcome)
+        return core.outcome
+
+    async def _next_batch(self) -> list[Any]:
+        """The backend's next events; empty once the run is cancelled.
+
+        Raises StopRun when the backend raised, stayed silent past the idle timeout or
+        ran past the run timeout, and ContractViolation when its stream just stopped.
+        """
+        core = self._core
+        assert core.runner is not None
+        feed = core.runner.feed
+        while True:
+            batch = feed.take()
+            if batch is not None:
+                return batch
+            if core.gate.failure is not None and not core.gate.emits:
+                raise StopRun(core.gate.failure)
+            if self._cancel_requested:
+                return []
+            if feed.done:
+                batch = feed.take()  # what it sent just before it ended
+                if batch is not None:
+                    return batch
+                if feed.error is not None:
+                    raise StopRun(self._describe_error(feed.error))
+                raise ContractViolation("backend's stream ended without RunFinished or RunFailed")
+            await self._wait_for_events()
+
+    async def _wait_for_events(self) -> None:
+        """Wait for the backend; StopRun when it stays silent too long or the run takes too long."""
+        core = self._core
+        assert core.runner is not None
+        lim = core.limits
+        timeout = lim.idle_timeout
+        if core.deadline is not None:
+            left = core.deadline - time.monotonic()
+            if left <= 0:
+                raise StopRun(core.timeout_message("run"))
+            timeout = min(timeout, left) if timeout else left
+        gate = core.gate
+        gate.door_waiting(True)
+        got = await core.runner.feed.wait(timeout)
+        gate.door_waiting(False)
+        if got or gate.holds_idle_timeout(lim.idle_timeout):
+            return  # events came, or a human is (or was just) being asked: the idle timeout waits
+        if core.deadline is not None and time.monotonic() >= core.deadline:
+            raise StopRun(core.timeout_message("run"))
+        raise StopRun(core.timeout_message("idle"))
+
+    async def _ending(self, contract: Contract, terminal: Any) -> tuple[list[ToolFinished], RunFinished | RunFailed]:
+        """The events that end the run: tool calls left open are closed, then the outcome."""
+        run_id = self._core.run_id
+        if terminal is None:  # cancelled
+            await self._core.stop_backend(tell=True)
+            return contract.close_open_tools("cancelled"), RunFinished(run_id, contract.text, STOP_CANCELLED)
+        if type(terminal) is RunFailed:
+            return contract.close_open_tools("the run failed"), RunFailed(run_id, str(terminal.error))
+        return [], RunFinished(run_id, terminal.text, terminal.stop_reason)
+
+    def _note_tool(self, event: Any) -> None:
+        core = self._core
+        if core.recorder is not None:
+            core.recorder.note(event, core.contract.parts)
+
+    # -- parking (SuspendAsker) -----------------------------------------------------------
+    def _park(self, rest: list[Any]) -> bool:
+        """This response ends with a question: park the run (the rest of the batch goes
+        back to the feed for the stream that continues it). False, and no parking, when
+        the question is no longer open (its backend stopped waiting before the door saw it)."""
+        core = self._core
+        assert core.runner is not None
+        open_questions = core.gate.open_questions()
+        if not open_questions:
+            return False
+        core.runner.feed.items.extendleft(reversed(rest))
+        self._retired = True
+        core.parked_at = time.monotonic()
+        self._ended.set()
+        expiry = [q.expires_at for q in open_questions if q.expires_at is not None]
+        expires_at = min(expiry) if expiry else time.time() + core.limits.question_ttl
+        core.host.lot.park(core, expires_at, lambda: cancel_parked(core, "expired"))
+        return True
+
+    # -- endings -----------------------------------------------------------------------
+    def _failure(self, exc: Exception) -> RunFailed:
+        core = self._core
+        message = str(exc)
+        if isinstance(exc, ContractViolation):
+            message = f"backend {core.backend_name!r} broke the event contract: {message}"
+        log.info("run %s failed: %s", core.run_id, message)
+        return RunFailed(core.run_id, message)
+
+    def _describe_error(self, exc: BaseException) -> str:
+        name = self._core.backend_name
+        log.debug("backend %r raised", name, exc_info=exc)
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        text = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        return f"backend {name!r} failed: {text}"
+
+    def _finish(self, outcome: RunFinished | RunFailed, observed: bool = True) -> None:
+        """Once per run: record the outcome, free the slot (once the backend has really
+        ended too) and tell the observers."""
+        core = self._core
+        if core.finished:
+            return
+        core.finished = True
+        if core.outcome is None:
+            core.outcome = outcome
+        self._ended.set()
+        core.host.run_ended(core)
+        if observed:
+            notify(core.host.hooks, "onedoor_run_finished", run=core.info, outcome=core.outcome)
+
+
+def continue_parked(core: RunCore, door: str = "") -> RunStream:
+    """A new response for the rest of a parked run (a resume)."""
+    if door:
+        core.context.door = door
+    core.resumed()
+    stream = RunStream(core, resumed=True)
+    core.host.runs.add(stream)
+    return stream
+
+
+def cancel_parked(core: RunCore, how: str) -> None:
+    """End a parked run with no reader (its questions expired, or it was cancelled): its
+    questions are answered so, and it is driven to its cancelled ending."""
+    lot = core.host.lot
+    if lot.parked.get(core.run_id) is not core:
+        return
+    lot.unpark(core)
+    successor = continue_parked(core)
+    successor._cancel_requested = True
+    core.gate.cancel(how)
+    core.tell_backend()
+    lot.drain(asyncio.ensure_future(_drain(successor)))
+
+
+def _fail_if_asked(injected: Injected) -> None:
+    """A question answered under the "fail" policy ends the run once the door has its events."""
+    if injected.fail:
+        raise StopRun(injected.fail)
+
+
+async def _drain(stream: RunStream) -> None:
+    """Drive a run nobody reads to its end (a parked run that expired or was cancelled)."""
+    async with stream:
+        async for _ in stream:
+            pass
+
+
+__all__ = ["RunStream", "cancel_parked", "continue_parked"]

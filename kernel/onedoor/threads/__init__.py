@@ -1,0 +1,37 @@
+"""Threads: stored conversations, and the store interface every thread store implements.
+
+A thread belongs to one owner (a principal id) and holds its messages (port
+``Message``s, tool calls and results included), a title, per-thread settings and a
+``version`` that grows by one with every change. Every store call names the owner: a
+thread of another owner is indistinguishable from one that does not exist. Writers
+append with ``expected_version`` (compare-and-set): two doors writing one thread at once
+serialise (one gets :class:`ThreadError` ``conflict``, re-reads and retries) instead of
+losing a turn. Stores are async; :mod:`onedoor.threads.sqlite` is the embedded one.
+
+Thread ids are made by the store (``t-`` and 24 hex digits) or chosen by the client
+(AG-UI's ``threadId``, A2A's ``contextId``): 1 to 128 characters of letters, digits and
+``-_.:``. A chosen id that is taken (by anyone) is ``conflict``, never another owner's
+thread. Stores are plugins of the ``onedoor.stores`` entry-point group
+(:mod:`onedoor.threads.stores`); ``onedoor serve`` gives the kernel one (``kernel.store``).
+Doors make their thread calls through ``kernel.threads`` (:class:`ThreadDesk`).
+"""
+
+from .desk import MAX_PAGE, NO_THREADS, ThreadDesk, ThreadPage
+from .model import (
+    THREAD_ID_PATTERN,
+    StoreUnavailable,
+    Thread,
+    ThreadError,
+    ThreadStore,
+    ThreadSummary,
+    check_append,
+    check_thread_id,
+    new_thread_id,
+)
+from .turns import TurnRecorder, append_turn, title_from, turn_messages
+
+__all__ = [
+    "MAX_PAGE", "NO_THREADS", "THREAD_ID_PATTERN", "StoreUnavailable", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore",
+    "ThreadSummary", "TurnRecorder", "append_turn",
+    "check_append", "check_thread_id", "new_thread_id", "title_from", "turn_messages",
+]

@@ -1,0 +1,128 @@
+"""The thread calls doors make, for one principal at a time (``kernel.threads``).
+
+Every door that names threads does the same few things with them; they are here once:
+
+- :meth:`ThreadDesk.open`: the caller's thread, or (``create=True``) a new one with a
+  chosen id, race-safe (two first requests on one new id share the thread one of them
+  made; an id another principal holds is ``taken``, and their thread is never read);
+- :meth:`ThreadDesk.page`: a page of the caller's threads, newest first, and the id to
+  pass as ``before`` for the next page (None on the last page);
+- :meth:`ThreadDesk.delete`: the thread goes, its runs are cancelled and their journals
+  (which hold its text) dropped.
+
+Every refusal is a :class:`~onedoor.threads.ThreadError`; ``no_threads`` when the server
+keeps none (``--store none``). Doors map reasons to their protocol in one table (the HTTP
+transport's ``door_parts``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..messages import Message
+from .model import Thread, ThreadError, ThreadStore, ThreadSummary, check_thread_id
+from .turns import append_turn
+
+NO_THREADS = "this server keeps no threads (it was started with --store none)"
+MAX_PAGE = 500  # threads in one page, at most
+
+
+@dataclass(frozen=True)
+class ThreadPage:
+    threads: list[ThreadSummary]
+    next_before: str | None  # pass as ``before`` for the next page; None: this is the last
+
+
+def _no_forget(thread_id: str, principal: str) -> int:
+    return 0
+
+
+class ThreadDesk:
+    """``kernel.threads``: a store's threads as doors use them (see the module docstring).
+    ``forget(thread_id, principal)`` is called after a delete (the kernel cancels the
+    thread's runs and drops their journals)."""
+
+    def __init__(self, store: ThreadStore | None, forget: Callable[[str, str], int] = _no_forget) -> None:
+        self.store = store
+        self.forget = forget
+
+    @property
+    def kept(self) -> bool:
+        """The server keeps threads."""
+        return self.store is not None
+
+    def _store(self) -> ThreadStore:
+        if self.store is None:
+            raise ThreadError("no_threads", NO_THREADS)
+        return self.store
+
+    async def get(self, principal: str, thread_id: Any) -> Thread:
+        """The caller's thread; ``not_found`` for an unknown one and another principal's alike."""
+        checked = check_thread_id(thread_id)
+        thread = await self._store().get(principal, checked)
+        if thread is None:
+            raise ThreadError("not_found", f"no thread {checked!r}")
+        return thread
+
+    async def create(
+        self, principal: str, *, title: str = "", settings: dict[str, Any] | None = None, thread_id: str | None = None
+    ) -> Thread:
+        return await self._store().create(principal, title=title, settings=settings, thread_id=thread_id)
+
+    async def open(self, principal: str, thread_id: Any, *, create: bool = True, title: str = "") -> tuple[Thread, bool]:
+        """The caller's thread ``thread_id`` and whether this call made it; with ``create``
+        a missing one is made (``taken`` when another principal holds the id)."""
+        checked = check_thread_id(thread_id)
+        store = self._store()
+        thread = await store.get(principal, checked)
+        if thread is not None:
+            return thread, False
+        if not create:
+            raise ThreadError("not_found", f"no thread {checked!r}")
+        try:
+            return await store.create(principal, title=title, thread_id=checked), True
+        except ThreadError as exc:
+            if exc.reason != "conflict":
+                raise
+        again = await store.get(principal, checked)  # made a moment ago by this caller's other request?
+        if again is None:
+            raise ThreadError("taken", f"thread id {checked!r} is taken; start the conversation with another id")
+        return again, False
+
+    async def page(self, principal: str, *, limit: int = 50, before: str | None = None) -> ThreadPage:
+        """Up to ``limit`` of the caller's threads, most recently changed first, after ``before``."""
+        limit = max(1, min(int(limit), MAX_PAGE))
+        if before is not None:
+            before = check_thread_id(before)
+        found = await self._store().list(principal, limit=limit + 1, before=before)
+        page = found[:limit]
+        return ThreadPage(page, page[-1].id if len(found) > limit and page else None)
+
+    async def delete(self, principal: str, thread_id: Any) -> None:
+        """Delete the caller's thread (``not_found`` if there is none), then cancel its runs
+        and drop their journals."""
+        checked = check_thread_id(thread_id)
+        if not await self._store().delete(principal, checked):
+            raise ThreadError("not_found", f"no thread {checked!r}")
+        self.forget(checked, principal)
+
+    async def add(self, thread: Thread, messages: Sequence[Message]) -> Thread:
+        """Append messages a client sent along (earlier turns, tool results) to a thread."""
+        return await append_turn(self._store(), thread, messages) if messages else thread
+
+    def check_room(self, thread: Thread, message: str) -> None:
+        """``too_large`` when the message alone would take the thread past the store's size
+        limit (a reply that does is not kept: its run ends run_failed saying so)."""
+        limit = getattr(self.store, "max_thread_chars", None)
+        if not isinstance(limit, int):
+            return
+        held = sum(len(m.content) for m in thread.messages)
+        if held + len(message) > limit:
+            raise ThreadError(
+                "too_large", f"thread {thread.id!r} holds {held} characters; with this message it would pass the limit "
+                f"of {limit}: start a new thread",
+            )
+
+
+__all__ = ["MAX_PAGE", "NO_THREADS", "ThreadDesk", "ThreadPage"]

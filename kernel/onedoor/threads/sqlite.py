@@ -1,0 +1,215 @@
+"""The embedded thread store: one SQLite file, no server to start.
+
+Every call runs on one worker thread that owns the connection (SQLite connections are
+not shared across threads), so the event loop never blocks on the disk. The file uses
+WAL (readers do not wait for the writer; a killed process keeps every committed turn)
+and ``secure_delete`` (a deleted thread's text is overwritten in the file, not just
+unlinked). Changes are compare-and-set on the thread's version inside one
+``BEGIN IMMEDIATE`` transaction, so two processes sharing the file serialise too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
+
+from ..journal import sqlite as sqlite_journal
+from ..journal.shared import JournalPage
+from ..messages import Message
+from .model import Thread, ThreadError, ThreadSummary, check_append, check_thread_id, new_thread_id
+from .turns import title_from
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS threads (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    title TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    chars INTEGER NOT NULL,
+    message_count INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS threads_by_owner ON threads (owner, updated_at DESC, id DESC);
+CREATE TABLE IF NOT EXISTS messages (
+    thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+);
+"""
+
+
+class SQLiteThreadStore:
+    """``SQLiteThreadStore(path, max_thread_chars=...)``; ``:memory:`` for a throwaway one."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, max_thread_chars: int = 2_000_000, shared_journal: bool = False
+    ) -> None:
+        self.path = str(path)
+        self.max_thread_chars = max_thread_chars
+        self.shares_journals = shared_journal  # see onedoor.journal.shared (several processes, one file)
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="onedoor-sqlite")
+        self._db: sqlite3.Connection | None = None
+
+    # -- plumbing ----------------------------------------------------------------------
+    async def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._with_db, work)
+
+    def _with_db(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if self._db is None:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.execute("PRAGMA secure_delete=ON")
+            db.executescript(_SCHEMA)
+            db.executescript(sqlite_journal.SCHEMA)
+            self._db = db
+        return work(self._db)
+
+    async def close(self) -> None:
+        def shut(db: sqlite3.Connection) -> None:
+            db.close()
+            self._db = None
+
+        if self._db is not None:
+            await self._call(shut)
+        self._pool.shutdown(wait=False)
+
+    # -- the store ---------------------------------------------------------------------
+    async def create(
+        self, owner: str, *, title: str = "", settings: dict[str, Any] | None = None, thread_id: str | None = None
+    ) -> Thread:
+        now = time.time()
+        chosen = check_thread_id(thread_id) if thread_id is not None else new_thread_id()
+        thread = Thread(chosen, owner, title, dict(settings or {}), (), 0, now, now)
+
+        def insert(db: sqlite3.Connection) -> None:
+            try:
+                with db:
+                    db.execute(
+                        "INSERT INTO threads VALUES (?, ?, ?, ?, 0, 0, 0, ?, ?)",
+                        (thread.id, owner, title, json.dumps(thread.settings), now, now),
+                    )
+            except sqlite3.IntegrityError:
+                raise ThreadError("conflict", f"thread id {chosen!r} is taken; choose another") from None
+
+        await self._call(insert)
+        return thread
+
+    async def get(self, owner: str, thread_id: str) -> Thread | None:
+        return await self._call(lambda db: _read(db, owner, thread_id))
+
+    async def list(self, owner: str, *, limit: int = 50, before: str | None = None) -> list[ThreadSummary]:
+        def select(db: sqlite3.Connection) -> list[ThreadSummary]:
+            sql = "SELECT id, title, message_count, created_at, updated_at FROM threads WHERE owner = ?"
+            args: list[Any] = [owner]
+            if before is not None:
+                mark = db.execute("SELECT updated_at, id FROM threads WHERE owner = ? AND id = ?", (owner, before)).fetchone()
+                if mark is None:
+                    return []
+                sql += " AND (updated_at < ? OR (updated_at = ? AND id < ?))"
+                args += [mark[0], mark[0], mark[1]]
+            sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+            args.append(max(1, min(limit, 500)))
+            return [ThreadSummary(*row) for row in db.execute(sql, args)]
+
+        return await self._call(select)
+
+    async def append(
+        self, owner: str, thread_id: str, messages: Sequence[Message], *, expected_version: int
+    ) -> Thread:
+        bodies = [json.dumps(m.to_dict(), ensure_ascii=False) for m in messages]
+        added = sum(len(m.content) for m in messages)
+
+        def write(db: sqlite3.Connection) -> Thread:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute(
+                    "SELECT version, chars, message_count, title FROM threads WHERE id = ? AND owner = ?",
+                    (thread_id, owner),
+                ).fetchone()
+                check_append(thread_id, row, expected_version, added, self.max_thread_chars)
+                version, chars, count, title = row
+                db.executemany(
+                    "INSERT INTO messages VALUES (?, ?, ?)",
+                    [(thread_id, count + i, body) for i, body in enumerate(bodies)],
+                )
+                db.execute(
+                    "UPDATE threads SET version = ?, chars = ?, message_count = ?, title = ?, updated_at = ? WHERE id = ?",
+                    (version + 1, chars + added, count + len(bodies), title or title_from(messages), time.time(), thread_id),
+                )
+                thread = _read(db, owner, thread_id)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            assert thread is not None
+            return thread
+
+        return await self._call(write)
+
+    async def delete(self, owner: str, thread_id: str) -> bool:
+        def remove(db: sqlite3.Connection) -> bool:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                gone = db.execute("DELETE FROM threads WHERE id = ? AND owner = ?", (thread_id, owner)).rowcount
+                if gone:  # the runs' journals hold its text too
+                    db.execute("DELETE FROM journal_runs WHERE thread_id = ? AND principal = ?", (thread_id, owner))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return gone > 0
+
+        return await self._call(remove)
+
+
+    # -- shared journals (onedoor.journal.shared) ---------------------------------------
+    async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,
+                           lease_until: float) -> bool:
+        return await self._call(lambda db: sqlite_journal.open_run(db, run_id, principal, server_id, thread_id, lease_until))
+
+    async def journal_write(self, run_id: str, first_seq: int, events: Sequence[str], *, lease_until: float,
+                            ended: bool) -> bool:
+        return await self._call(lambda db: sqlite_journal.write(db, run_id, first_seq, events, lease_until, ended))
+
+    async def journal_read(self, run_id: str, principal: str, after: int, *, limit: int = 500) -> JournalPage | None:
+        return await self._call(lambda db: sqlite_journal.read(db, run_id, principal, after, limit))
+
+    async def journal_cancel(self, run_id: str, principal: str) -> bool:
+        return await self._call(lambda db: sqlite_journal.cancel(db, run_id, principal))
+
+    async def journal_live_on(self, thread_id: str, *, besides: str) -> bool:
+        return await self._call(lambda db: sqlite_journal.live_on(db, thread_id, besides))
+
+    async def journal_prune(self, ended_before: float) -> int:
+        return await self._call(lambda db: sqlite_journal.prune(db, ended_before))
+
+
+def _read(db: sqlite3.Connection, owner: str, thread_id: str) -> Thread | None:
+    row = db.execute(
+        "SELECT id, owner, title, settings, version, created_at, updated_at FROM threads WHERE id = ? AND owner = ?",
+        (thread_id, owner),
+    ).fetchone()
+    if row is None:
+        return None
+    bodies = db.execute("SELECT body FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,)).fetchall()
+    messages = tuple(Message.from_dict(json.loads(body)) for (body,) in bodies)
+    return Thread(row[0], row[1], row[2], json.loads(row[3]), messages, row[4], row[5], row[6])
+
+
+__all__ = ["SQLiteThreadStore"]

@@ -1,0 +1,124 @@
+"""A run's journal as what an :class:`~onedoor_transport_http.sse.EventStream` streams,
+for every door with resumable streams (REST, AG-UI).
+
+A door hands each run it streams to ``kernel.journals.start(stream, on_disconnect=...)``
+and answers with a :class:`JournalSource` reading that journal: it iterates
+``(seq, event)`` pairs, so the door's encoder can write each event's cursor
+(``journal.cursor(seq)``) as its SSE ``id:``. A reader that comes back (``GET
+.../runs/{id}/events``) names where it stopped with ``Last-Event-ID`` or ``?after=``:
+:func:`requested_cursor` reads it, :func:`onedoor.read_cursor` checks it against the
+run, and :func:`open_source` checks the journal still holds what follows before the door
+answers 200 (a :class:`~onedoor.CursorError` otherwise: 422 or 409 from the one table in
+:mod:`.errors`).
+
+A client going away only stops its reader: what that does to the run is the journal's
+``on_disconnect`` (``cancel`` once its last reader has left, or ``finish`` into its thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator
+from urllib.parse import parse_qs
+
+from onedoor import CursorExpired, RunJournal, read_cursor
+
+
+def requested_cursor(scope: dict[str, Any]) -> str | None:
+    """The cursor a reattaching client sent: ``?after=`` first, else ``Last-Event-ID``."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after")
+    if values and values[-1]:
+        return values[-1]
+    for name, value in scope.get("headers") or ():
+        if name == b"last-event-id":
+            return value.decode("latin-1").strip() or None
+    return None
+
+
+def seq_of(journal: Any, cursor: str | None, default: int = 0) -> int:
+    """The journal number after ``cursor`` for this run (CursorError if it is not one of its)."""
+    return read_cursor(cursor, journal.run_id, journal.epoch, default=default)
+
+
+async def _first(reader: AsyncIterator[tuple[int, Any]]) -> tuple[int, Any] | None:
+    try:
+        return await reader.__anext__()
+    except StopAsyncIteration:
+        return None
+
+
+class JournalSource:
+    """One response's reader of a run's journal, from number ``after``.
+
+    ``first``: a task already reading the first pair (:func:`open_source` checks the cursor
+    before the door answers). ``cancel()`` (the client went away) only stops this reader.
+    ``behind``: why it had to stop early (it fell behind the events the journal keeps).
+    """
+
+    suspended = False  # the transport may always call cancel(): it only stops this reader
+
+    def __init__(self, journal: Any, after: int = 0, *, first: asyncio.Task[Any] | None = None, reader: Any = None) -> None:
+        self.journal = journal
+        self.run_id = journal.run_id
+        self.after = after
+        self.seq = after  # the number of the event read last
+        self.outcome: Any = None
+        self.behind = ""
+        self._reader = reader if reader is not None else journal.follow(after=after)
+        self._first = first
+        self._task: asyncio.Task[Any] | None = None
+
+    async def __aenter__(self) -> "JournalSource":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._first is not None and not self._first.done():
+            self._first.cancel()
+        await self._reader.aclose()
+
+    @property
+    def empty(self) -> bool:
+        """Known already: there is nothing to read (the cursor was the run's last event)."""
+        first = self._first
+        return first is not None and first.done() and not first.cancelled() and first.exception() is None \
+            and first.result() is None
+
+    def __aiter__(self) -> AsyncIterator[tuple[int, Any]]:
+        return self._read()
+
+    async def _read(self) -> AsyncIterator[tuple[int, Any]]:
+        self._task = asyncio.current_task()
+        if self._first is not None:
+            pair = await self._first
+            if pair is None:
+                return
+            self.seq = pair[0]
+            yield pair
+        try:
+            async for pair in self._reader:
+                self.seq = pair[0]
+                yield pair
+        except CursorExpired as exc:  # a reader slower than the journal's event cap: nothing more to give
+            self.behind = str(exc)
+
+    def cancel(self, grace: float | None = None) -> None:
+        """The client went away: stop reading (leaving the journal tells the run)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+
+async def open_source(journal: Any, after: int) -> JournalSource:
+    """A reader from ``after``; :class:`~onedoor.CursorExpired` before anything is answered
+    when the journal no longer holds what follows it."""
+    reader = journal.follow(after=after)
+    first = asyncio.ensure_future(_first(reader))
+    # a local journal checks the cursor before its first wait; one another server writes
+    # reads the store first (a millisecond): wait that long, not for a live event
+    await asyncio.wait({first}, timeout=0 if isinstance(journal, RunJournal) else 0.25)
+    if first.done() and first.exception() is not None:
+        await reader.aclose()
+        raise first.exception()  # type: ignore[misc]
+    return JournalSource(journal, after, first=first, reader=reader)
+
+
+__all__ = ["JournalSource", "open_source", "requested_cursor", "seq_of"]
