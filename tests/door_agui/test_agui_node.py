@@ -82,4 +82,4 @@ def test_messages_snapshot_keeps_the_client_conversation(results):
     r = results["snapshot"]
     assert "MESSAGES_SNAPSHOT" in r["events"]
     assert roles(r["messages"]) == ["user", "reasoning", "assistant", "tool", "assistant"]
-    assert r["messages"][-1]["content"] == "You said: snap (1 words, turn 1)"
+    assert r["messages"][-1]["content"] == "You said: snap (1 word, turn 1)"

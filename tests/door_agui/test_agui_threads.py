@@ -100,19 +100,19 @@ def test_a_client_sending_the_whole_history_adds_only_the_new_message(server):
     snapshot = next(e for e in first if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
     assert [m["role"] for m in snapshot] == ["user", "reasoning", "assistant", "tool", "assistant"]
     second = events_of(run(server, tid, [*snapshot, user("two")], forwardedProps={"messagesSnapshot": True}))
-    assert reply_of(second) == "You said: two (1 words, turn 2)"
+    assert reply_of(second) == "You said: two (1 word, turn 2)"
     stored = thread(server, tid).json()["messages"]
     assert [m["content"] for m in stored if m["role"] == "user"] == ["one", "two"]
     # the snapshot of a threaded run is the whole thread plus this run
     snapshot2 = next(e for e in second if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
     assert [m["content"] for m in snapshot2 if m["role"] == "user"] == ["one", "two"]
-    assert snapshot2[-1]["content"] == "You said: two (1 words, turn 2)"
+    assert snapshot2[-1]["content"] == "You said: two (1 word, turn 2)"
 
 
 def test_a_new_thread_starts_with_the_history_the_client_sent(server):
     tid = new_id("seeded")
     messages = [user("earlier"), {"id": "a1", "role": "assistant", "content": "an earlier answer"}, user("now")]
-    assert reply_of(events_of(run(server, tid, messages))) == "You said: now (1 words, turn 2)"
+    assert reply_of(events_of(run(server, tid, messages))) == "You said: now (1 word, turn 2)"
     stored = thread(server, tid).json()["messages"]
     assert [(m["role"], m["content"]) for m in stored[:3]] == [
         ("user", "earlier"), ("assistant", "an earlier answer"), ("user", "now"),
@@ -321,7 +321,7 @@ def test_without_a_store_runs_stay_stateless(tmp_path):
         assert listed.status_code == 404 and "keeps no threads" in listed.json()["detail"]
         first = events_of(httpx.post(url(srv), json={"threadId": "any id at all!", "runId": "r1", "messages": [user("one")]}))
         again = events_of(httpx.post(url(srv), json={"threadId": "any id at all!", "runId": "r2", "messages": [user("two")]}))
-        assert reply_of(first) == "You said: one (1 words, turn 1)" and reply_of(again) == "You said: two (1 words, turn 1)"
+        assert reply_of(first) == "You said: one (1 word, turn 1)" and reply_of(again) == "You said: two (1 word, turn 1)"
 
 
 def test_a_run_left_to_finish_can_still_be_cancelled(server):
@@ -352,7 +352,7 @@ def test_hostile_inputs_on_a_threaded_server_get_errors_and_it_keeps_serving(tmp
         for path in ("threads/%FF%FE", "threads/" + "a" * 5000, "threads?limit=" + "9" * 400, "runs/%00/events"):
             assert client.get(url(srv, path)).status_code in (404, 422), path
         again = events_of(client.post(url(srv), json={"threadId": new_id("fine"), "runId": "ok", "messages": [user("fine?")]}))
-        assert reply_of(again) == "You said: fine? (1 words, turn 1)"
+        assert reply_of(again) == "You said: fine? (1 word, turn 1)"
     stderr = srv.proc.stderr.read() if srv.proc.stderr else ""
     assert traceback_in(stderr) is None, stderr[-3000:]
 

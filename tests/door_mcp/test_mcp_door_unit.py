@@ -37,7 +37,7 @@ async def test_channel_session_answers_and_ends_when_the_peer_closes() -> None:
         await client.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
         await client.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                 "params": {"name": "ask", "arguments": {"message": "hi"}}})
-        assert (await client.reply_to(1))["result"]["content"][0]["text"] == "You said: hi (1 words, turn 1)"
+        assert (await client.reply_to(1))["result"]["content"][0]["text"] == "You said: hi (1 word, turn 1)"
     assert kernel.active_runs == 0  # serve_in_memory waited for the door to end
 
 
@@ -82,7 +82,7 @@ async def test_two_channels_share_one_kernel() -> None:
                                 "params": {"name": "ask", "arguments": {"message": f"session{index}"}}})
     answers = [await c.reply_to(1) for c in clients]
     texts = [a["result"]["content"][0]["text"] for a in answers]
-    assert texts == [f"You said: session{i} (1 words, turn 1)" for i in range(2)]
+    assert texts == [f"You said: session{i} (1 word, turn 1)" for i in range(2)]
     for client in clients:
         await client.close()
     await asyncio.wait_for(asyncio.gather(*tasks), 15)

@@ -56,7 +56,7 @@ async def test_concurrent_sessions_do_not_mix(sdk: Any, http_server: Any) -> Non
             return sdk.text(await session.call_tool("ask", {"message": word}))
 
     replies = await asyncio.gather(*(one(f"word{i}") for i in range(4)))
-    assert replies == [f"You said: word{i} (1 words, turn 1)" for i in range(4)]
+    assert replies == [f"You said: word{i} (1 word, turn 1)" for i in range(4)]
 
 
 def _initialize(client: httpx.Client, url: str, headers: dict[str, str] | None = None) -> str:

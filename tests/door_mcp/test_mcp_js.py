@@ -170,6 +170,6 @@ def test_typescript_sdk_keeps_a_thread_over_http(start_http_server: Any, tmp_pat
     assert result["continued"]["structured"] == {"reply": "You said: node again (2 words, turn 2)", "thread": thread_id}
     assert result["unknown"]["isError"] is True and "no thread 't-unknown'" in result["unknown"]["text"]
     assert result["stateless"] == {
-        "text": "You said: stateless (1 words, turn 1)", "isError": False,
-        "structured": {"reply": "You said: stateless (1 words, turn 1)"},
+        "text": "You said: stateless (1 word, turn 1)", "isError": False,
+        "structured": {"reply": "You said: stateless (1 word, turn 1)"},
     }

@@ -67,7 +67,7 @@ async def test_sdk_session_over_stdio(sdk: Any) -> None:
     assert set(schema["properties"]) == {"message", "history", "thread", "new_thread"}
     assert "scripted" in tools[0].description
     assert not sdk.error(reply) and sdk.text(reply) == "You said: hello there (2 words, turn 1)"
-    assert sdk.text(second) == "You said: again (1 words, turn 2)"
+    assert sdk.text(second) == "You said: again (1 word, turn 2)"
     assert sdk.error(failed) and "ScriptedFailure" in sdk.text(failed)
     assert sdk.error(errored) and "reports an error" in sdk.text(errored)
     for result, needle in zip(bad, ("'message'", "'message'", "history[0]", "colour")):

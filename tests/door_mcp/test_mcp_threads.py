@@ -96,7 +96,7 @@ async def test_a_server_without_a_store_says_so(door_at: Any, sdk: Any) -> None:
         stateless = await session.call_tool("ask", {"message": "stateless"})
     for result in (refused, new):
         assert sdk.error(result) and "keeps no threads" in sdk.text(result), sdk.text(result)
-    assert sdk.text(stateless) == "You said: stateless (1 words, turn 1)"
+    assert sdk.text(stateless) == "You said: stateless (1 word, turn 1)"
 
 
 @pytest.fixture

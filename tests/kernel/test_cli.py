@@ -20,6 +20,13 @@ def test_run_prints_the_reply():
     assert "[tool word_count" in result.stderr, "tool calls are shown on stderr"
 
 
+def test_the_scripted_reply_counts_one_word_in_the_singular():
+    result = run_cli("run", "--reasoning", "hello")
+    assert result.stdout == "You said: hello (1 word, turn 1)\n", result.stderr
+    assert "The user wrote 1 word; this is turn 1." in result.stderr
+    assert run_cli("run", "hello there").stdout == "You said: hello there (2 words, turn 1)\n"
+
+
 def test_run_json_prints_one_event_a_line():
     result = run_cli("run", "--json", "hi")
     events = [json.loads(line) for line in result.stdout.splitlines()]
@@ -114,8 +121,8 @@ def test_interactive_chat_keeps_history():
     result = run_cli("chat", input="hello\nagain\n/reset\nfresh start\n/exit\n", timeout=60)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "You said: hello (1 words, turn 1)" in out
-    assert "You said: again (1 words, turn 2)" in out
+    assert "You said: hello (1 word, turn 1)" in out
+    assert "You said: again (1 word, turn 2)" in out
     assert "[conversation forgotten]" in out
     assert "You said: fresh start (2 words, turn 1)" in out
 

@@ -9,6 +9,7 @@ plain command line without typer, is checked against what typer reads from the s
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -56,6 +57,33 @@ def test_help_is_not_a_mistake(args):
     result = run_cli(*args)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("\nUsage: onedoor") or result.stdout.startswith("Usage: onedoor"), result.stdout
+
+
+# Each option's value is shown by what to type (-o NAME=VALUE), not by typer's type label
+# (typer 0.29 shows <list[str]>, <str>, <int range>, <path> where no metavar is given).
+HELP_METAVARS = {
+    ("run",): ["MESSAGE", "-b, --backend NAME", "-o, --option NAME=VALUE", "--config FILE",
+               "--ask-fallback deny|allow|fail"],
+    ("chat",): ["--thread ID|new", "-o, --option NAME=VALUE", "--ask-fallback deny|allow|fail"],
+    ("serve",): ["-d, --door NAME", "-t, --transport NAME", "--host ADDRESS", "--port N", "--token TOKEN",
+                 "--store NAME", "-o, --option NAME=VALUE", "--config FILE"],
+    ("threads", "ls"): ["--limit N", "-o, --option STORE.NAME=VALUE", "--config FILE"],
+    ("threads", "show"): ["ID", "-o, --option STORE.NAME=VALUE"],
+    ("threads", "rm"): ["ID", "-o, --option STORE.NAME=VALUE"],
+    ("plugins",): [],
+    (): [],
+}
+TYPE_LABEL_AFTER_AN_OPTION = re.compile(r"^ +(-\w, )?--[\w-]+ <", re.MULTILINE)
+
+
+@pytest.mark.parametrize("command", HELP_METAVARS, ids=lambda c: " ".join(c) or "onedoor")
+def test_help_shows_what_to_type_for_each_option(command):
+    result = run_cli(*command, "--help", env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    assert not TYPE_LABEL_AFTER_AN_OPTION.search(result.stdout), result.stdout
+    assert "<list[" not in "\n".join(line for line in result.stdout.splitlines() if line.lstrip().startswith("-"))
+    for shown in HELP_METAVARS[command]:
+        assert shown in result.stdout, (shown, result.stdout)
 
 
 def test_run_reading_a_closed_stdin_is_one_line():

@@ -114,3 +114,4 @@ def test_a_port_in_use_is_one_line():
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"onedoor: error: cannot listen on 127.0.0.1:{port}"), lines
+    assert f"port {port} is in use" in lines[0] and "--port 0" in lines[0], lines  # says how to pick another

@@ -263,6 +263,58 @@ def test_chat_ctrl_c_while_asked_cancels_the_reply_only(terminal) -> None:
     assert code == 0 and "Traceback" not in term.screen, term.screen
 
 
+def test_chat_always_and_never_hold_for_the_session(terminal) -> None:
+    term = terminal("chat", stdout_on_terminal=True)
+    term.expect("> ", "the chat prompt")
+    term.type(ASK_RM + "\n")
+    term.expect("Allow? ", "the approval prompt")
+    term.type("always\n")
+    term.expect("Approved (allow_always): ran rm\n> ", "the reply after 'always'")
+    asked_before = term.screen.count("Allow? ")
+    term.type('/ask rm {"path": "y"}\n')  # the same tool in a later run: not asked again
+    term.expect("[tool rm allowed: you answered 'always' earlier in this chat]", "the standing answer's note")
+    term.expect("Approved (allow_always): ran rm\n> ", "the reply without a question")
+    term.type('/ask mv {"to": "z"}\n')  # another tool is asked
+    term.expect("Allow? ", "the approval prompt for another tool")
+    term.type("N\n")
+    term.expect("Not approved (reject_always): did not run mv\n> ", "the reply after 'never'")
+    term.type('/ask mv {"to": "w"}\n')
+    term.expect("[tool mv rejected: you answered 'never' earlier in this chat]", "the standing 'never'")
+    term.expect("Not approved (reject_always): did not run mv\n> ", "the reply without a question")
+    assert term.screen.count("Allow? ") == asked_before + 1, term.screen
+    term.type("/exit\n")
+    code, _ = term.finish()
+    assert code == 0 and "Traceback" not in term.screen, term.screen
+
+
+def test_chat_ctrl_d_at_a_question_answers_it_and_the_chat_goes_on(terminal) -> None:
+    term = terminal("chat", stdout_on_terminal=True)
+    term.expect("> ", "the chat prompt")
+    term.type(ASK_RM + "\n")
+    term.expect("Allow? ", "the approval prompt")
+    term.type("\x04")  # Ctrl-D: no to this question
+    term.expect("Not approved (reject_once): did not run rm\n> ", "the reply and the prompt again")
+    term.type("/question Which branch?\n")
+    term.expect("answer (text, required): ", "the question's field")
+    term.type("\x04")  # Ctrl-D: the question is declined
+    term.expect("No answer (decline)\n> ", "the reply and the prompt again")
+    term.type("hello\n")
+    term.expect("You said: hello (1 word, turn 3)\n> ", "the next turn, with the conversation kept")
+    term.type("\x04")  # Ctrl-D at the idle prompt ends the chat, on a line of its own
+    code, _ = term.finish()
+    assert code == 0 and "Traceback" not in term.screen, term.screen
+    assert term.screen.endswith("> \n"), repr(term.screen[-40:])
+
+
+def test_chat_ctrl_c_at_the_idle_prompt_ends_its_line(terminal) -> None:
+    term = terminal("chat", stdout_on_terminal=True)
+    term.expect("> ", "the chat prompt")
+    term.type("\x03")
+    code, _ = term.finish()
+    assert code == 130 and "Traceback" not in term.screen, term.screen
+    assert term.screen.endswith("\n"), repr(term.screen[-40:])  # the shell's prompt starts a line of its own
+
+
 # -- not a terminal: the fallback policy ------------------------------------------------------
 
 

@@ -150,7 +150,7 @@ def test_reset_on_a_thread_starts_another(terminal: Any, env: dict[str, str]) ->
     second_id = chat.expect(NEW_THREAD.pattern, "the next thread's id").group(1)
     chat.expect(rf"\[conversation forgotten; new thread {second_id}\]\n> ", "the reset note")
     chat.type("two\n")
-    chat.expect(r"You said: two \(1 words, turn 1\)\n> ", "a reply on the fresh thread")
+    chat.expect(r"You said: two \(1 word, turn 1\)\n> ", "a reply on the fresh thread")
     chat.type("/exit\n")
     assert chat.finish() == 0
     assert second_id != first_id
@@ -180,7 +180,7 @@ def test_piped_chat_continues_a_thread_and_the_store_is_shared(env: dict[str, st
     thread_id = match.group(1)
     again = run_cli("chat", "--thread", thread_id, "-o", "delay=0", "-o", f"sqlite.path={db}",
                     input="second\n", env=env)
-    assert again.returncode == 0 and "You said: second (1 words, turn 2)" in again.stdout, again.stderr
+    assert again.returncode == 0 and "You said: second (1 word, turn 2)" in again.stdout, again.stderr
     listed = run_cli("threads", "ls", "--json", "-o", f"sqlite.path={db}", env=env)
     assert [(s["id"], s["title"]) for s in json.loads(listed.stdout)] == [(thread_id, "first")]
     assert json.loads(run_cli("threads", "ls", "--json", env=env).stdout) == []  # not the default file

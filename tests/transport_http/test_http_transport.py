@@ -130,6 +130,7 @@ def test_port_in_use_is_a_clear_error():
         result = serve_cli("--door", DOORS[0], "--port", port)
     assert result.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
+    assert f"port {port} is in use; choose another with --port N, or --port 0 for any free one" in result.stderr
 
 
 @needs_a_door

@@ -9,7 +9,9 @@ stderr, answers from the terminal on stdin: :class:`TerminalLines`) and `onedoor
 
 - an approval shows the tool and its arguments and reads ``y`` (allow once), ``n``
   (reject once), ``a`` (always allow), ``N`` (never: always reject); the words ``yes``,
-  ``no``, ``always``, ``never`` work too. End of input is "no".
+  ``no``, ``always``, ``never`` work too. End of input (Ctrl-D) is "no". In a chat,
+  "always" and "never" hold for that tool for the rest of the session
+  (:class:`StandingAnswers`), as ACP keeps them for its session.
 - an input question prompts for each field of its form, typed: numbers and whole numbers
   are parsed, booleans read y/n, enums are picked by number or by value; each field is
   checked against the schema and asked again when it does not fit. An empty line skips
@@ -127,6 +129,35 @@ async def ask_at_terminal(question: "Question", say: Say, read_line: ReadLine) -
     return await _ask_form(question, say, read_line)
 
 
+class StandingAnswers:
+    """The "always" and "never" answers given in one chat session, by tool name: a later
+    approval of the same tool is answered by them without asking."""
+
+    def __init__(self) -> None:
+        self.by_tool: dict[str, str] = {}
+
+    def answer(self, question: "Question") -> "Answer | None":
+        """The standing answer to ``question``, or None (ask the person)."""
+        from ..questions import APPROVAL, Answer
+
+        if question.kind != APPROVAL or question.tool is None or question.tool.name not in self.by_tool:
+            return None
+        return Answer(question.id, self.by_tool[question.tool.name], by="terminal", how="policy")
+
+    def keep(self, question: "Question", answer: "Answer") -> None:
+        """Remember ``answer`` if it is an "always" or "never" to an approval."""
+        if question.tool is not None and answer.outcome in ("allow_always", "reject_always"):
+            self.by_tool[question.tool.name] = answer.outcome
+
+    @staticmethod
+    def note(question: "Question", answer: "Answer") -> str:
+        """The line that tells the person a standing answer was used."""
+        name = for_consent(question.tool.name) if question.tool is not None else "?"
+        if answer.outcome == "allow_always":
+            return f"\n[tool {name} allowed: you answered 'always' earlier in this chat]\n"
+        return f"\n[tool {name} rejected: you answered 'never' earlier in this chat]\n"
+
+
 async def _ask_form(question: "Question", say: Say, read_line: ReadLine) -> "Answer":
     from ..questions import Answer
 
@@ -240,12 +271,14 @@ class TerminalLines:
         self.eof = False
 
     def discard_typed_ahead(self) -> None:
-        """Forget what was typed before the question (a stray 'y' must not answer it)."""
+        """Forget what was typed before the question (a stray 'y' must not answer it).
+        On a terminal, an earlier Ctrl-D answered its own question only."""
         self.buffer = b""
         try:
             import termios
 
             termios.tcflush(self.fd, termios.TCIFLUSH)
+            self.eof = False  # the flush worked: a terminal, where more can be typed
         except (ImportError, OSError, ValueError):
             pass
 

@@ -10,6 +10,9 @@ when a person is there (stdin and stderr are terminals; see
 :func:`onedoor.builtins.console.ask_at_terminal`): the prompt on stderr, the answer from
 stdin. Otherwise ``ask_fallback`` answers them: ``deny`` (the default), ``allow`` (tools
 allowed once, questions declined) or ``fail`` (the run fails, exit 1, one line).
+
+When stdout closes before the run ends (``onedoor run … | head -n 1``), the run is
+cancelled and the command ends quietly, exit 0 (:mod:`onedoor.builtins.closed_stdout`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ..events import (
 from ..kernel import Kernel
 from ..port import Message
 from ..questions import LiveAsker, PolicyAsker
+from .closed_stdout import CLOSED_STDOUT_EXIT, is_closed_pipe, silence_stdout
 from .console import TerminalLines, ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_terminal
 
 
@@ -65,23 +69,38 @@ class _Screen:
         self.interactive, self.ask_fallback = interactive, ask_fallback
         self.code = 0
         self.unanswerable: str | None = None  # the question a "fail" policy could not answer
+        self.closed = False  # stdout's reader went away
+        self.ended = False  # the run's terminal event came
+
+    def write(self, text: str) -> None:
+        """Write to ``out`` as it comes; once its reader is gone, nothing more."""
+        if self.closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except OSError as exc:
+            if not is_closed_pipe(exc):
+                raise
+            self.closed = True
+            silence_stdout(self.out)
 
     def note(self, text: str) -> None:
         self.err.write(text)
         self.err.flush()
 
     def json_line(self, event: Any) -> None:
-        self.out.write(event_to_json(event) + "\n")
-        self.out.flush()
+        self.write(event_to_json(event) + "\n")
         if isinstance(event, RunFailed):
-            self.code = 1
-        elif isinstance(event, RunFinished) and event.stop_reason == STOP_CANCELLED:
-            self.code = 130
+            self.code, self.ended = 1, True
+        elif isinstance(event, RunFinished):
+            self.ended = True
+            if event.stop_reason == STOP_CANCELLED:
+                self.code = 130
 
     def show(self, event: Any) -> None:
         if isinstance(event, TextDelta):
-            self.out.write(event.text)
-            self.out.flush()
+            self.write(event.text)
         elif isinstance(event, ReasoningDelta):
             if self.show_reasoning:
                 self.note(event.text)
@@ -107,8 +126,8 @@ class _Screen:
                       f"ask_fallback is {self.ask_fallback}]\n")
 
     def end(self, event: RunFinished | RunFailed) -> None:
-        self.out.write("\n")
-        self.out.flush()
+        self.ended = True
+        self.write("\n")
         if isinstance(event, RunFinished):
             if event.stop_reason == STOP_CANCELLED:
                 self.note("[cancelled]\n")
@@ -135,7 +154,8 @@ async def run_once(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """One run to the terminal. Exit code: 0 done, 1 failed, 130 cancelled.
+    """One run to the terminal. Exit code: 0 done, 1 failed, 130 cancelled; 0 when
+    ``out`` closes first (the run is cancelled).
 
     ``interactive`` (default: stdin and stderr are terminals) asks the run's questions at
     the terminal; otherwise ``ask_fallback`` answers them.
@@ -157,4 +177,7 @@ async def run_once(
         async with run:
             async for event in run:
                 write(event)
-    return screen.code
+                if screen.closed and not screen.ended:
+                    run.cancel()  # nobody reads the rest: the backend stops
+                    break
+    return CLOSED_STDOUT_EXIT if screen.closed and not screen.ended else screen.code

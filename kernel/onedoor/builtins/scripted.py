@@ -68,6 +68,10 @@ class ScriptedFailure(RuntimeError):
 Step = Any
 
 
+def _count_words(count: int) -> str:
+    return f"{count} word" if count == 1 else f"{count} words"
+
+
 def _words(text: str) -> list[str]:
     words = text.split(" ")
     return [w + " " for w in words[:-1]] + [words[-1]]
@@ -142,7 +146,7 @@ def plan(
         return
     turn = 1 + sum(1 for m in history if m.role == "user")
     if options.reasoning:
-        for piece in _words(f"The user wrote {len(text.split())} words; this is turn {turn}."):
+        for piece in _words(f"The user wrote {_count_words(len(text.split()))}; this is turn {turn}."):
             yield ReasoningDelta(piece)
             if pause:
                 yield pause
@@ -191,7 +195,7 @@ def _reply(
     if pause:
         yield pause
     yield ToolFinished(call_id, "word_count", {"words": count})
-    return f"You said: {text} ({count} words, turn {turn})"
+    return f"You said: {text} ({_count_words(count)}, turn {turn})"
 
 
 def _stream_reply(run_id: str, reply: str, flags: dict[str, Any], pause: float) -> Iterator[Step]:

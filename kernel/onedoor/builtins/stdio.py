@@ -11,6 +11,11 @@ Bytes that are not UTF-8 never stop the reader. An NDJSON line is decoded with
 ``surrogateescape``, so the door's JSON policy (:mod:`onedoor.wire`) refuses it as "not
 UTF-8" and answers with a protocol error; a text line gets U+FFFD in their place (it is
 what the user typed). Output never fails on encoding either (:func:`onedoor.wire.encode_text`).
+
+End of input from a pipe or a file is the end of the session. For a text door on a
+terminal it is Ctrl-D, typed by a person who may go on typing: each one is one ``None``
+from ``recv()``, and the door decides what it means (the terminal door ends the chat at
+its prompt, and answers no to a question).
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ class StdioChannel:
         self._in = os.fdopen(os.dup(in_fd), "rb", buffering=0)
         self._out_fd = out_fd
         self._newline = framing == "ndjson"
+        self._terminal = not self._newline and _isatty(in_fd)  # end of input is Ctrl-D, not the end
         self._errors = "surrogateescape" if self._newline else "replace"  # see the module docstring
         self._limit = max_message_bytes
         self._queue: asyncio.Queue[Any] = asyncio.Queue()  # bounded by _room
@@ -86,10 +92,12 @@ class StdioChannel:
         while True:
             try:
                 line = reader.readline(self._limit + 1)
-            except (OSError, ValueError):
-                line = b""
-            if not line:
+            except (OSError, ValueError):  # the terminal hung up, or stdin is unreadable: the end
                 self._deliver(None)
+                return
+            if not line:
+                if self._deliver(None) and self._terminal:
+                    continue
                 return
             if len(line) > self._limit and not line.endswith(b"\n"):
                 size = len(line)
@@ -113,7 +121,7 @@ class StdioChannel:
         item = await self._queue.get()
         self._room.release()
         if item is None:
-            self._closed = True
+            self._closed = not self._terminal
             return None
         if isinstance(item, MessageTooLarge):
             raise item
@@ -131,6 +139,13 @@ class StdioChannel:
 
     async def close(self) -> None:
         self._closed = True
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
 
 
 class StdioTransport:

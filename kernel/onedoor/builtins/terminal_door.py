@@ -16,11 +16,17 @@ the question is written to the channel and the next lines typed answer it
 the terminal (stdin and stderr are terminals); with piped input, and always if the
 option says so, ``ask_fallback`` answers instead: ``deny`` (the default), ``allow``
 (tools allowed once, questions declined) or ``fail`` (the run fails). A remote terminal
-(any other channel) is a person typing lines, so it is asked.
+(any other channel) is a person typing lines, so it is asked. An answer "always" or
+"never" to a tool's approval holds for that tool for the rest of the chat session.
+
+Ctrl-D at a question answers it no (declines a form) and the chat goes on; at the idle
+prompt it ends the chat, as Ctrl-C there does, and the prompt's line is ended first so
+the shell's prompt starts on a line of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,13 +44,28 @@ from ..events import (
 from ..kernel import Kernel
 from ..port import Message
 from ..questions import POLICIES, LiveAsker, PolicyAsker
-from .console import ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_terminal
+from .console import StandingAnswers, ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_terminal
 
 if TYPE_CHECKING:
     from ..composition import ServeContext
     from .terminal_threads import TerminalThread
 
 HELP = "Commands: /reset forgets the conversation, /exit (or Ctrl-D) leaves. Ctrl-C stops a reply."
+
+
+async def _read_at_prompt(channel: Any) -> str | None:
+    """The next line typed at the idle prompt; None when the chat ends there (end of
+    input, Ctrl-D), after ending the prompt's line on this terminal (Ctrl-C too)."""
+    local = getattr(channel, "peer", "") == "stdio"
+    try:
+        line = await channel.recv()
+    except asyncio.CancelledError:  # Ctrl-C at the prompt (asyncio cancels the chat)
+        if local:
+            await channel.send("\n")
+        raise
+    if line is None and local:
+        await channel.send("\n")
+    return line
 
 
 @dataclass
@@ -82,6 +103,7 @@ class TerminalDoor:
         options = ctx.options_for(self.name) or TerminalOptions()
         kernel = ctx.kernel
         history: list[Message] = []
+        standing = StandingAnswers()  # "always" / "never" answers, for this session
         stored = None
         if options.thread:  # `onedoor run` imports this module too: the thread code loads only when used
             from .terminal_threads import TerminalThread
@@ -93,7 +115,7 @@ class TerminalDoor:
                 await channel.send(stored.banner())
             await channel.send("> ")
             while True:
-                line = await channel.recv()
+                line = await _read_at_prompt(channel)
                 if line is None or line.strip() in ("/exit", "/quit"):
                     return
                 text = line.strip()
@@ -108,7 +130,7 @@ class TerminalDoor:
                 if text == "/help":
                     await channel.send(HELP + "\n> ")
                     continue
-                reply = await self._turn(channel, kernel, text, history, options, stored)
+                reply = await self._turn(channel, kernel, text, history, options, stored, standing)
                 if reply is not None and stored is None:
                     history.append(Message("user", text))
                     history.append(Message("assistant", reply))
@@ -117,8 +139,9 @@ class TerminalDoor:
             return
 
     @staticmethod
-    def _asker(channel: Any, options: TerminalOptions) -> Any:
-        """Ask over the channel when a person is at the other end; else the fallback policy."""
+    def _asker(channel: Any, options: TerminalOptions, standing: StandingAnswers) -> Any:
+        """Ask over the channel when a person is at the other end (unless an earlier
+        "always" or "never" answers); else the fallback policy."""
         person = stdin_is_a_terminal() if getattr(channel, "peer", "") == "stdio" else True
         if not person:
             return PolicyAsker(options.ask_fallback)
@@ -128,15 +151,21 @@ class TerminalDoor:
                 line = await channel.recv()
                 return None if line is None else str(line)
 
-            return await ask_at_terminal(question, channel.send, read_line)
+            answer = standing.answer(question)
+            if answer is not None:
+                await channel.send(standing.note(question, answer))
+                return answer
+            answer = await ask_at_terminal(question, channel.send, read_line)
+            standing.keep(question, answer)
+            return answer
 
         return LiveAsker(ask)
 
     async def _turn(
         self, channel: Any, kernel: Kernel, text: str, history: list[Message], options: TerminalOptions,
-        stored: "TerminalThread | None" = None,
+        stored: "TerminalThread | None" = None, standing: StandingAnswers | None = None,
     ) -> str | None:
-        asker = self._asker(channel, options)
+        asker = self._asker(channel, options, standing if standing is not None else StandingAnswers())
         try:
             if stored is None:
                 run = kernel.run(text, history=history, door="terminal", asker=asker)

@@ -4,14 +4,16 @@ serve, threads, plugins) and those that hook plugins add (pluggy hook ``onedoor_
 :func:`invoke` runs it in typer's non-standalone mode, so that every outcome comes back
 here: typer's usage errors are shown as typer shows them (exit 2), the rest is left to
 :func:`onedoor.cli.run_cli`'s error policy. Commands import what they use inside their
-body: `onedoor plugins` never imports a server library.
+body: `onedoor plugins` never imports a server library. A command whose stdout closes
+(`| head`) ends quietly, exit 0 (:mod:`onedoor.builtins.closed_stdout`).
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
-from typing import Any, List, Sequence
+from typing import Any, Callable, List, Sequence
 
 import typer
 
@@ -22,7 +24,8 @@ BUILT_IN_COMMANDS = ("run", "chat", "serve", "threads", "plugins")
 
 app = typer.Typer(
     name="onedoor",
-    help="One agent, every door: terminal, REST, AG-UI, MCP, ACP over stdio, HTTP or SLIM.",
+    help="One agent, every door: terminal, REST, AG-UI, MCP, ACP over stdio, HTTP or SLIM. "
+         "A command whose stdout closes early (`| head`) stops there quietly, exit 0.",
     invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -30,15 +33,36 @@ app = typer.Typer(
 )
 
 OptionPairs = typer.Option(
-    None, "--option", "-o", help="plugin option NAME=VALUE (or PLUGIN.NAME=VALUE, limits.NAME=VALUE); repeatable"
+    None, "--option", "-o", metavar="NAME=VALUE",
+    help="plugin option NAME=VALUE (or PLUGIN.NAME=VALUE, limits.NAME=VALUE); repeatable",
 )
-ConfigPath = typer.Option(None, "--config", help="config file (default: ./onedoor.toml if present)")
-BackendName = typer.Option(None, "--backend", "-b", help="backend plugin (default: scripted)")
+ConfigPath = typer.Option(None, "--config", metavar="FILE", help="config file (default: ./onedoor.toml if present)")
+BackendName = typer.Option(None, "--backend", "-b", metavar="NAME", help="backend plugin (default: scripted)")
 AskFallback = typer.Option(
-    None, "--ask-fallback",
+    None, "--ask-fallback", metavar="deny|allow|fail",
     help="when stdin is not a terminal, the agent's questions are answered: deny (default), allow "
          "(tools allowed once) or fail (the run fails); the terminal door's option ask_fallback",
 )
+
+
+def _ends_quietly_when_stdout_closes(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command, flushing stdout at its end; a closed stdout ends it with exit 0
+    (click would exit 1, and Python's flush at exit would print a BrokenPipeError)."""
+
+    @functools.wraps(command)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            try:
+                return command(*args, **kwargs)
+            finally:
+                if sys.stdout is not None:
+                    sys.stdout.flush()
+        except BrokenPipeError:
+            from ..builtins.closed_stdout import stdout_closed
+
+            raise typer.Exit(stdout_closed()) from None
+
+    return guarded
 
 
 def _version(value: bool) -> None:
@@ -59,8 +83,9 @@ def main_callback(
 
 
 @app.command()
+@_ends_quietly_when_stdout_closes
 def run(
-    message: str = typer.Argument(..., help="what to say to the agent ('-' reads stdin)"),
+    message: str = typer.Argument(..., metavar="MESSAGE", help="what to say to the agent ('-' reads stdin)"),
     backend: str | None = BackendName,
     json_lines: bool = typer.Option(False, "--json", help="print every event as one JSON object a line"),
     reasoning: bool = typer.Option(False, "--reasoning", help="show the agent's reasoning on stderr"),
@@ -69,16 +94,20 @@ def run(
     ask_fallback: str | None = AskFallback,
 ) -> None:
     """Send one message and stream the reply as it is written. On a terminal, the agent's
-    questions (tool approvals, free-form questions) are asked there."""
+    questions (tool approvals, free-form questions) are asked there. Exit code: 0 done
+    (and when stdout closes first, as with `| head`: the run is cancelled), 1 failed,
+    130 cancelled."""
     request = RunRequest(message, backend, json_lines, reasoning, tuple(option or ()), config, ask_fallback)
     raise typer.Exit(run_command(request))
 
 
 @app.command()
+@_ends_quietly_when_stdout_closes
 def chat(
     backend: str | None = BackendName,
     thread: str | None = typer.Option(
-        None, "--thread", help="continue this stored thread ('new' starts one and prints its id on stderr)"
+        None, "--thread", metavar="ID|new",
+        help="continue this stored thread ('new' starts one and prints its id on stderr)",
     ),
     option: List[str] | None = OptionPairs,
     config: Path | None = ConfigPath,
@@ -108,13 +137,21 @@ def chat(
 
 @app.command()
 def serve(
-    door: List[str] | None = typer.Option(None, "--door", "-d", help="door to serve; repeatable (default: rest, agui, mcp)"),
-    transport: str | None = typer.Option(None, "--transport", "-t", help="transport (default: http)"),
+    door: List[str] | None = typer.Option(
+        None, "--door", "-d", metavar="NAME", help="door to serve; repeatable (default: rest, agui, mcp)"
+    ),
+    transport: str | None = typer.Option(None, "--transport", "-t", metavar="NAME", help="transport (default: http)"),
     backend: str | None = BackendName,
-    host: str | None = typer.Option(None, "--host", help="address to bind (http; default 127.0.0.1)"),
-    port: int | None = typer.Option(None, "--port", help="port to bind (http; default 8000)"),
-    token: str | None = typer.Option(None, "--token", help="bearer token every request must carry (http)"),
-    store: str | None = typer.Option(None, "--store", help="thread store (default: sqlite; none: keep no threads)"),
+    host: str | None = typer.Option(None, "--host", metavar="ADDRESS", help="address to bind (http; default 127.0.0.1)"),
+    port: int | None = typer.Option(
+        None, "--port", metavar="N", help="port to bind (http; default 8000; 0: any free port)"
+    ),
+    token: str | None = typer.Option(
+        None, "--token", metavar="TOKEN", help="bearer token every request must carry (http)"
+    ),
+    store: str | None = typer.Option(
+        None, "--store", metavar="NAME", help="thread store (default: sqlite; none: keep no threads)"
+    ),
     option: List[str] | None = OptionPairs,
     config: Path | None = ConfigPath,
 ) -> None:
@@ -141,12 +178,15 @@ threads_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(threads_app)
-StoreOptions = typer.Option(None, "--option", "-o", help="thread store option STORE.NAME=VALUE, e.g. sqlite.path=FILE")
+StoreOptions = typer.Option(
+    None, "--option", "-o", metavar="STORE.NAME=VALUE", help="thread store option STORE.NAME=VALUE, e.g. sqlite.path=FILE"
+)
 
 
 @threads_app.command("ls")
+@_ends_quietly_when_stdout_closes
 def threads_ls(
-    limit: int = typer.Option(50, "--limit", min=1, max=1000, help="show at most this many, newest first"),
+    limit: int = typer.Option(50, "--limit", min=1, max=1000, metavar="N", help="show at most this many, newest first"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     option: List[str] | None = StoreOptions,
     config: Path | None = ConfigPath,
@@ -158,6 +198,7 @@ def threads_ls(
 
 
 @threads_app.command("show")
+@_ends_quietly_when_stdout_closes
 def threads_show(
     thread_id: str = typer.Argument(..., metavar="ID", help="the thread's id"),
     as_json: bool = typer.Option(False, "--json", help="the whole thread as JSON"),
@@ -171,8 +212,9 @@ def threads_show(
 
 
 @threads_app.command("rm")
+@_ends_quietly_when_stdout_closes
 def threads_rm(
-    thread_ids: List[str] = typer.Argument(..., metavar="ID...", help="the threads to delete"),
+    thread_ids: List[str] = typer.Argument(..., metavar="ID", help="the threads to delete"),
     option: List[str] | None = StoreOptions,
     config: Path | None = ConfigPath,
 ) -> None:
@@ -183,6 +225,7 @@ def threads_rm(
 
 
 @app.command()
+@_ends_quietly_when_stdout_closes
 def plugins(
     check: bool = typer.Option(
         False, "--check", help="also import every plugin, check its requirements and hooks, and report the broken ones"

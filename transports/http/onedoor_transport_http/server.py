@@ -1,8 +1,9 @@
 """Run the shared app on uvicorn: start-up lines, graceful shutdown that cancels runs.
 
 On start it binds the socket itself (a port in use is one line, ``onedoor: error: cannot
-listen on …``, and exit 2), then prints ``onedoor: listening on http://HOST:PORT`` and
-one line per door with its URL(s) (so ``--port 0`` prints the real port).
+listen on …``, naming the busy port and how to choose another, and exit 2), then prints
+``onedoor: listening on http://HOST:PORT`` and one line per door with its URL(s) (so
+``--port 0`` prints the real port).
 
 On SIGINT/SIGTERM it stops accepting connections and cancels every run in flight, so
 that each open stream gets its door's cancelled ending, within ``shutdown_grace``
@@ -15,6 +16,7 @@ process). Then uvicorn closes the connections and the process exits: 0 after SIG
 from __future__ import annotations
 
 import asyncio
+import errno
 import math
 import signal
 import socket
@@ -79,7 +81,8 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
     try:
         listener = _listen(options.host, options.port)
     except OSError as exc:
-        print(f"onedoor: error: cannot listen on {options.host}:{options.port}: {exc.strerror or exc}", file=sys.stderr)
+        why = _why(exc, options.port)
+        print(f"onedoor: error: cannot listen on {options.host}:{options.port}: {why}", file=sys.stderr)
         return 2
     server = Server(config)
     try:
@@ -98,6 +101,13 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
               "(a door's start-up failed; see above)", file=sys.stderr)
         return 2
     return 0
+
+
+def _why(exc: OSError, port: int) -> str:
+    """Why the socket could not be bound, and for a busy port how to choose another."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port} is in use; choose another with --port N, or --port 0 for any free one"
+    return str(exc.strerror or exc)
 
 
 def _listen(host: str, port: int) -> socket.socket:
