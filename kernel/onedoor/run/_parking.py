@@ -88,7 +88,8 @@ class ParkingLot:
                 if closed is not None and closed[0] == principal and run_id in (None, closed[2]):
                     reason = "answered" if closed[1].startswith("answered") else "expired"  # cancelled: gone too
                     raise QuestionError(reason, f"question {clip(answer.question_id)} is closed ({closed[1]})")
-                raise QuestionError("unknown", f"no open question {clip(answer.question_id)}")
+                where = f"run {clip(run_id)} has" if run_id is not None else "there is"
+                raise QuestionError("unknown", f"{where} no open question {clip(answer.question_id)}")
             if found is not None and owner is not found:
                 raise QuestionError("invalid", "the answers belong to different runs; resume one run at a time")
             found = owner

@@ -133,9 +133,9 @@ class RunRegistry:
 
     def resume(self, answers: list[Answer], principal: str, door: str, run_id: str | None) -> RunStream:
         """Answer a parked run's questions and return the stream that continues it."""
+        core = self.lot.find(answers, principal, run_id)  # unknown (or closed) questions first
         if len({a.question_id for a in answers}) != len(answers):
             raise QuestionError("invalid", "each question may be answered once per resume")
-        core = self.lot.find(answers, principal, run_id)
         gate = core.gate
         pending = {q.id: q for q in gate.open_questions()}
         checked = [check_answer(pending[a.question_id], Answer(a.question_id, a.outcome, a.value, principal, "person"))

@@ -1,46 +1,53 @@
-"""The REST door's Server-Sent Events: one core event per SSE event.
+"""The REST door's encoder: one core event per Server-Sent Event.
 
-Each event is ``event: <type>\\ndata: <JSON of onedoor.events.event_to_dict>\\n\\n``. This
-module only encodes; the HTTP transport's :class:`onedoor_transport_http.sse.EventStream`
-streams (coalescing, keep-alives, disconnect = cancel, one ending per stream).
+Each event is ``id: <cursor>`` (when it comes from the run's journal), ``event: <type>``
+and ``data: <JSON of onedoor.event_to_dict>``, ending ``\\n\\n``. Streaming itself
+(coalescing, keep-alives, disconnects, one ending per stream) is the HTTP transport's
+:class:`~onedoor_transport_http.sse.EventStream`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from onedoor import encode_json
-from onedoor.events import TYPE_NAMES, QuestionAsked, TextDelta, event_to_dict
-from onedoor_transport_http.sse import SSE_HEADERS, EventStream, cancel_on_disconnect
+from onedoor import RunFailed, TextDelta, encode_json, event_to_dict
+from onedoor.events import TYPE_NAMES
+from onedoor_transport_http.sse import SSE_HEADERS, EventStream
 from starlette.responses import Response
 
-to_json_bytes = encode_json  # the name this module exported before onedoor.wire
-
-_TEXT_HEAD = b'event: text_delta\ndata: {"type":"text_delta","text":'
+_TEXT = b'event: text_delta\ndata: {"type":"text_delta","text":'
 
 
-def encode_event(event: Any) -> bytes:
-    """One SSE event for one core event."""
+def encode_event(event: Any, cursor: str = "") -> bytes:
+    """One SSE event for one core event (``cursor``: its ``id:``, the journal's cursor)."""
+    head = b"id: " + cursor.encode() + b"\n" if cursor else b""
     if type(event) is TextDelta:  # the hot path: same bytes as the general case
-        return _TEXT_HEAD + encode_json(event.text) + b"}\n\n"
+        return head + _TEXT + encode_json(event.text) + b"}\n\n"
     kind = TYPE_NAMES[type(event)].encode()
-    return b"event: " + kind + b"\ndata: " + encode_json(event_to_dict(event)) + b"\n\n"
+    return head + b"event: " + kind + b"\ndata: " + encode_json(event_to_dict(event)) + b"\n\n"
 
 
-def response_encoder(run: Any, ledger: Any) -> Any:
-    """:func:`encode_event` for one response of ``run`` (an :class:`asking.ResponseRun`):
-    a ``question_asked`` event also marks the run as parked and goes in ``ledger``."""
+def journal_encoder(journal: Any) -> Any:
+    """SSE frames for ``(seq, event)`` pairs of ``journal``, each with its cursor."""
+    cursor = journal.cursor
 
-    def encode(event: Any) -> bytes:
-        kind = type(event)
-        if kind is TextDelta:
-            return _TEXT_HEAD + encode_json(event.text) + b"}\n\n"
-        if kind is QuestionAsked:
-            run.asked = True
-            ledger.note(event.question)
-        return b"event: " + TYPE_NAMES[kind].encode() + b"\ndata: " + encode_json(event_to_dict(event)) + b"\n\n"
+    def encode(pair: tuple[int, Any]) -> bytes:
+        return encode_event(pair[1], cursor(pair[0]))
 
     return encode
+
+
+def closing(source: Any) -> Any:
+    """The frames that end a response whose run's own ending did not come: a run_failed when
+    the door failed while encoding, or the reader fell behind what the journal keeps; none
+    when the reader was cut short (the client went away, and may come back for the rest)."""
+
+    def close(error: str | None) -> bytes:
+        if error is None and source.behind:
+            error = f"{source.behind}; the run goes on: read its thread for the reply"
+        return b"" if error is None else encode_event(RunFailed(source.run_id, error))
+
+    return close
 
 
 class EventStreamResponse(Response):
@@ -58,6 +65,4 @@ class EventStreamResponse(Response):
         await self.stream(scope, receive, send)
 
 
-__all__ = [
-    "SSE_HEADERS", "EventStreamResponse", "cancel_on_disconnect", "encode_event", "response_encoder", "to_json_bytes",
-]
+__all__ = ["SSE_HEADERS", "EventStreamResponse", "closing", "encode_event", "journal_encoder"]

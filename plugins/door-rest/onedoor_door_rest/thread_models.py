@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 THREAD_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"  # onedoor.threads.check_thread_id, as a schema
 MAX_TITLE_CHARS = 200
-MAX_PAGE = 200
+MAX_PAGE = 200  # threads in one page of GET /threads
 # "has a character that is not whitespace", the same in Python (str.isspace, which the kernel's
 # empty-message check uses) and in pydantic's Rust regex (whose \s lacks \x1c-\x1f)
 NOT_BLANK = r"[^\s\x1c-\x1f]"

@@ -9,19 +9,21 @@ Routes (under the door's prefix)::
     POST   /threads/{thread_id}/chat          a turn on the thread, JSON like /chat (no history sent)
     POST   /threads/{thread_id}/chat/stream   the same turn as Server-Sent Events
 
-Every call acts for ``ctx.principal_of(scope)``: another principal's thread answers
-exactly what an unknown one does (404 ``unknown_thread``). A server started with
-``--store none`` answers 501 ``no_threads``. A turn that would take the thread past the
-store's size limit is refused before it runs (413 ``thread_too_large``).
+Every call goes through ``kernel.threads`` for ``ctx.principal_of(scope)``, and every
+refusal is the transport's table: another principal's thread answers exactly what an
+unknown one does (404 ``unknown_thread``); ``--store none`` is 501 ``no_threads``; a turn
+that would take the thread past the store's size limit is refused before it runs (413
+``thread_too_large``).
 """
 
 # No `from __future__ import annotations`: FastAPI must see the real request models.
-from typing import Any, Optional
+from typing import Any
 
-from onedoor import ServeContext, ThreadError
+from onedoor import ServeContext
 
-from .app import _ERRORS, _RUN_ERRORS, _Runs, _streamed, error_response, json_response
 from .models import ChatResponse, ErrorBody
+from .responses import ERRORS, RUN_ERRORS, json_response, streamed
+from .runs import Runs
 from .sse import EventStreamResponse
 from .thread_models import (
     MAX_PAGE,
@@ -34,78 +36,6 @@ from .thread_models import (
     thread_chat_model,
     thread_dict,
 )
-
-
-class ThreadProblem(Exception):
-    """A thread call this door refuses: answered ``{"error": code, "detail": detail}``."""
-
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
-
-
-NO_THREADS = "this server keeps no threads (it was started with --store none); send a history to /chat instead"
-
-
-class ThreadDesk:
-    """The door's side of the kernel's thread store, for one principal per call."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def _store(self) -> Any:
-        if self.store is None:
-            raise ThreadProblem(501, "no_threads", NO_THREADS)
-        return self.store
-
-    async def create(self, principal: str, body: ThreadCreate) -> Any:
-        return await self._store().create(principal, title=body.title, settings=body.settings)
-
-    async def list(self, principal: str, limit: int, before: Optional[str]) -> dict[str, Any]:
-        page = await self._store().list(principal, limit=limit, before=before)
-        out: dict[str, Any] = {"threads": [summary_dict(s) for s in page]}
-        if len(page) == limit:
-            out["next_before"] = page[-1].id
-        return out
-
-    async def load(self, principal: str, thread_id: str) -> Any:
-        """The principal's thread, or 404 (unknown and another principal's alike)."""
-        thread = await self._store().get(principal, thread_id)
-        if thread is None:
-            raise ThreadProblem(404, "unknown_thread", f"no thread {thread_id!r}")
-        return thread
-
-    async def delete(self, principal: str, thread_id: str) -> None:
-        if not await self._store().delete(principal, thread_id):
-            raise ThreadProblem(404, "unknown_thread", f"no thread {thread_id!r}")
-
-    def check_room(self, thread: Any, message: str) -> None:
-        """413 when the message alone would take the thread past the store's size limit
-        (a reply that does is not kept: its run ends run_failed saying so)."""
-        limit = getattr(self.store, "max_thread_chars", None)
-        if not isinstance(limit, int):
-            return
-        held = sum(len(m.content) for m in thread.messages)
-        if held + len(message) > limit:
-            raise ThreadProblem(
-                413, "thread_too_large",
-                f"thread {thread.id!r} holds {held} characters; with this message it would pass the limit of "
-                f"{limit}: start a new thread",
-            )
-
-
-def thread_error_problem(exc: ThreadError) -> ThreadProblem:
-    """A store refusal as this door answers it."""
-    status, code = {
-        "not_found": (404, "unknown_thread"),
-        "too_large": (413, "thread_too_large"),
-        "conflict": (409, "conflict"),
-        "unavailable": (503, "store_unavailable"),
-    }.get(exc.reason, (422, "invalid_request"))
-    return ThreadProblem(status, code, str(exc))
-
 
 _THREAD_LINKS = {
     op: {"operationId": op, "parameters": {"thread_id": "$response.body#/id"}, "description": what}
@@ -122,9 +52,9 @@ _UNKNOWN: dict[int | str, dict[str, Any]] = {
           "principal's thread answers the same)"},
 }
 _BAD_ID: dict[int | str, dict[str, Any]] = {422: {"model": ErrorBody, "description": "invalid_request: not a thread id (1-128 letters, digits or -_.:)"}}
-_READ_ERRORS: dict[int | str, dict[str, Any]] = {401: _ERRORS[401], **_UNKNOWN, **_BAD_ID, **_NO_STORE}
+_READ_ERRORS: dict[int | str, dict[str, Any]] = {401: ERRORS[401], **_UNKNOWN, **_BAD_ID, **_NO_STORE}
 _TURN_ERRORS: dict[int | str, dict[str, Any]] = {
-    **_ERRORS,
+    **ERRORS,
     **_UNKNOWN,
     413: {"model": ErrorBody, "description": "too_large (body or message over the limit) or thread_too_large "
           "(the message would take the thread past the store's size limit: start a new thread)"},
@@ -132,32 +62,21 @@ _TURN_ERRORS: dict[int | str, dict[str, Any]] = {
           "not a thread id"},
     **_NO_STORE,
 }
-
-
 _CREATE_RESPONSES: dict[int | str, dict[str, Any]] = {
     201: {"links": _THREAD_LINKS},
-    **{status: _ERRORS[status] for status in (400, 401, 403, 413, 415, 421)},
+    **{status: ERRORS[status] for status in (400, 401, 403, 413, 415, 421)},
     422: {"model": ErrorBody, "description": "invalid_request: wrong types, unknown fields, title too long"},
     **_NO_STORE,
 }
 
 
-def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
+def add_thread_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
     from fastapi import Path, Query, Request
     from starlette.responses import Response
 
-    desk = ThreadDesk(ctx.kernel.store)
+    desk = ctx.kernel.threads
     ThreadChatRequest = thread_chat_model(ctx.kernel.limits.max_message_chars)
     thread_id_path = Path(pattern=THREAD_ID_PATTERN, description="the thread's id")
-
-    @app.exception_handler(ThreadProblem)
-    async def on_thread_problem(request: Request, exc: ThreadProblem) -> Any:
-        return error_response(exc.status, exc.code, exc.detail)
-
-    @app.exception_handler(ThreadError)
-    async def on_thread_error(request: Request, exc: ThreadError) -> Any:
-        problem = thread_error_problem(exc)
-        return error_response(problem.status, problem.code, problem.detail)
 
     @app.post(
         "/threads",
@@ -168,7 +87,7 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
         responses=_CREATE_RESPONSES,
     )
     async def create_thread(body: ThreadCreate, request: Request) -> Any:
-        thread = await desk.create(ctx.principal_of(request.scope), body)
+        thread = await desk.create(ctx.principal_of(request.scope), title=body.title, settings=body.settings)
         base = request.scope.get("root_path", "")
         response = json_response(summary_dict(thread), status=201)
         response.headers["location"] = f"{base}/threads/{thread.id}"
@@ -180,7 +99,7 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
         summary="The caller's threads, most recently changed first",
         response_model=ThreadList,
         responses={
-            401: _ERRORS[401],
+            401: ERRORS[401],
             422: {"model": ErrorBody, "description": "invalid_request: limit out of range, before not a thread id"},
             **_NO_STORE,
         },
@@ -193,7 +112,11 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
             description="the next_before of the previous page: threads listed after that one",
         ),
     ) -> Any:
-        return json_response(await desk.list(ctx.principal_of(request.scope), limit, before))
+        page = await desk.page(ctx.principal_of(request.scope), limit=limit, before=before)
+        out: dict[str, Any] = {"threads": [summary_dict(s) for s in page.threads]}
+        if page.next_before is not None:
+            out["next_before"] = page.next_before
+        return json_response(out)
 
     @app.get(
         "/threads/{thread_id}",
@@ -203,7 +126,7 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
         responses=_READ_ERRORS,
     )
     async def get_thread(request: Request, thread_id: str = thread_id_path) -> Any:
-        return json_response(thread_dict(await desk.load(ctx.principal_of(request.scope), thread_id)))
+        return json_response(thread_dict(await desk.get(ctx.principal_of(request.scope), thread_id)))
 
     @app.delete(
         "/threads/{thread_id}",
@@ -215,14 +138,12 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
         responses={204: {"description": "deleted; the thread is gone (404 from now on)"}, **_READ_ERRORS},
     )
     async def delete_thread(request: Request, thread_id: str = thread_id_path) -> Any:
-        principal = ctx.principal_of(request.scope)
-        await desk.delete(principal, thread_id)
-        ctx.kernel.forget_thread(thread_id, principal)  # its runs stop, their journals (its text) go
+        await desk.delete(ctx.principal_of(request.scope), thread_id)  # its runs stop, their journals (its text) go
         return Response(status_code=204)
 
     async def start_turn(request: Request, thread_id: str, message: str) -> Any:
         principal = ctx.principal_of(request.scope)
-        thread = await desk.load(principal, thread_id)
+        thread = await desk.get(principal, thread_id)
         desk.check_room(thread, message)
         return runs.start_on_thread(message, thread, principal)
 
@@ -231,7 +152,7 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
         operation_id="thread_chat",
         summary="Send a message on a thread, get the whole reply as JSON; the turn is kept in the thread",
         response_model=ChatResponse,
-        responses={**_TURN_ERRORS, **_RUN_ERRORS},
+        responses={**_TURN_ERRORS, **RUN_ERRORS},
     )
     async def thread_chat(
         body: ThreadChatRequest, request: Request, thread_id: str = thread_id_path  # type: ignore[valid-type]
@@ -245,7 +166,7 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
         summary="Send a message on a thread, get the run as Server-Sent Events; the turn is kept in the thread",
         response_class=EventStreamResponse,
         status_code=200,
-        responses=_streamed(
+        responses=streamed(
             {"description": "an event stream like /chat/stream's; the turn is in the thread before run_finished "
              "(or run_failed) is sent"},
             _TURN_ERRORS,
@@ -258,4 +179,4 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: _Runs) -> None:
         return runs.reply_stream(run)
 
 
-__all__ = ["ThreadDesk", "ThreadProblem", "add_thread_routes", "thread_error_problem"]
+__all__ = ["add_thread_routes"]

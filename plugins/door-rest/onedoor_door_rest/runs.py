@@ -1,0 +1,163 @@
+"""How the REST door starts runs, continues suspended ones, and answers for them.
+
+A run that asks (a tool approval, a question) gets the door's ``SuspendAsker``: its
+response ends with the question (``status: needs_input`` / a ``question_asked`` event)
+and the run waits, parked in the kernel, for ``POST /runs/{run_id}/answers``. Streamed runs
+go through the kernel's journal, so every event carries its cursor and a client that lost
+the stream picks it up at ``GET /runs/{run_id}/events``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from onedoor import (
+    STOP_SUSPENDED,
+    Answer,
+    QuestionAnswered,
+    QuestionAsked,
+    ReasoningDelta,
+    RunFailed,
+    RunFinished,
+    SuspendAsker,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from onedoor_transport_http.journal_stream import JournalSource
+from onedoor_transport_http.sse import cancel_on_disconnect
+
+from . import RestOptions
+from .models import AnswersRequest, ToolCallRecord
+from .responses import error_response, json_response
+from .sse import EventStreamResponse, closing, journal_encoder
+
+
+class Reply:
+    """What ``/chat`` (and a JSON resume) gathers from a run's events.
+
+    ``known_calls``: tool calls announced in an earlier response of the same run (the
+    approvals being answered), so a call that finishes in this one keeps its arguments.
+    """
+
+    def __init__(self, known_calls: dict[str, tuple[str, Any]] | None = None) -> None:
+        self.reasoning: list[str] = []
+        self.calls: dict[str, ToolCallRecord] = {}
+        self.questions: list[dict[str, Any]] = []
+        self.answers: list[dict[str, Any]] = []
+        self.known_calls = known_calls or {}
+
+    def add(self, event: Any) -> None:
+        kind = type(event)
+        if kind is ReasoningDelta:
+            self.reasoning.append(event.text)
+        elif kind is ToolStarted:
+            self.calls[event.call_id] = ToolCallRecord(call_id=event.call_id, name=event.name, arguments=event.arguments)
+        elif kind is ToolFinished:
+            record = self.calls.get(event.call_id)
+            if record is None:
+                _, arguments = self.known_calls.get(event.call_id, (event.name, None))
+                record = self.calls[event.call_id] = ToolCallRecord(
+                    call_id=event.call_id, name=event.name, arguments=arguments
+                )
+            record.result = event.result
+            record.is_error = event.is_error
+        elif kind is QuestionAsked:
+            self.questions.append(event.question.to_dict())
+        elif kind is QuestionAnswered:
+            self.answers.append(event.answer.to_dict())
+
+    def response(self, outcome: Any, resume_url: str, thread_id: str | None = None) -> Any:
+        if isinstance(outcome, RunFailed):
+            return error_response(502, "run_failed", outcome.error)
+        assert isinstance(outcome, RunFinished)
+        if outcome.stop_reason == "cancelled":
+            return error_response(503, "cancelled", "the run was cancelled before it finished", {"Retry-After": "1"})
+        body: dict[str, Any] = {
+            "run_id": outcome.run_id,
+            "reply": outcome.text,
+            "stop_reason": outcome.stop_reason,
+            "tool_calls": [call.model_dump(mode="python") for call in self.calls.values()],
+            "reasoning": "".join(self.reasoning),
+            "status": "completed",
+        }
+        if outcome.stop_reason == STOP_SUSPENDED:
+            body.update(status="needs_input", questions=self.questions, resume_url=resume_url)
+        if self.answers:
+            body["answers"] = self.answers
+        if thread_id is not None:
+            body["thread_id"] = thread_id
+        return json_response(body)
+
+
+def resume_url(request: Any, run_id: str) -> str:
+    return f"{request.scope.get('root_path', '')}/runs/{run_id}/answers"
+
+
+class Runs:
+    """The door's runs: started, resumed, answered as JSON or as events."""
+
+    def __init__(self, kernel: Any, options: RestOptions) -> None:
+        self.kernel = kernel
+        self.options = options
+        self.asker = SuspendAsker(ttl=options.question_ttl or None, fallback=options.ask_fallback)
+
+    def start(self, body: Any, principal: str) -> Any:
+        history = [m.to_kernel() for m in body.history]
+        return self.kernel.run(body.message, history=history, door="rest", asker=self.asker, principal=principal)
+
+    def start_on_thread(self, message: str, thread: Any, principal: str) -> Any:
+        """A turn on a stored thread: the kernel reads its history and keeps the turn in it."""
+        return self.kernel.run(message, thread=thread, door="rest", asker=self.asker, principal=principal)
+
+    def resume(self, run_id: str, body: AnswersRequest, principal: str) -> tuple[Any, dict[str, tuple[str, Any]]]:
+        """The run's next response, after the answers, and the tool calls being approved;
+        QuestionError (nothing answered) if an answer names a question that is not this
+        run's (or the run is another principal's), or the kernel refuses the answers."""
+        waiting = self.waiting(run_id, principal)
+        calls = {q.tool.id: (q.tool.name, q.tool.arguments) for q in waiting if q.tool is not None}
+        answers = [Answer(a.question_id, a.outcome, a.value) for a in body.answers]
+        return self.kernel.resume(answers, principal=principal, door="rest", run_id=run_id), calls
+
+    def waiting(self, run_id: str, principal: str) -> list[Any]:
+        """The open questions of a suspended run of ``principal``."""
+        return list(self.kernel.open_questions(run_id, principal=principal))
+
+    async def reply_json(self, run: Any, request: Any, known_calls: dict[str, tuple[str, Any]] | None = None) -> Any:
+        """Read this response of the run to its end and answer JSON (with on_disconnect
+        "finish", a client going away does not stop the run: it ends into its thread)."""
+        watcher = asyncio.get_running_loop().create_task(self._watch(request, run))
+        reply = Reply(known_calls)
+        event: Any = None
+        try:
+            async with run:
+                async for event in run:
+                    if type(event) is not TextDelta:  # the text is in the outcome
+                        reply.add(event)
+        finally:
+            watcher.cancel()
+        # a suspended response's ending is its last event (the run itself has no outcome yet)
+        outcome = event if type(event) in (RunFinished, RunFailed) else run.outcome
+        thread = run.thread
+        return reply.response(outcome, resume_url(request, run.run_id), thread.id if thread is not None else None)
+
+    async def _watch(self, request: Any, run: Any) -> None:
+        if self.options.on_disconnect == "cancel":
+            await cancel_on_disconnect(request.receive, run)
+
+    def reply_stream(self, run: Any) -> Any:
+        """The run as SSE, journaled: every event carries its cursor, and a client that lost
+        the stream can pick it up again at GET /runs/{run_id}/events."""
+        journal = self.kernel.journals.start(run, on_disconnect=self.options.on_disconnect)
+        # a resumed run goes on in the journal of its first response: this one sends what comes next
+        # (the kernel's task has not run yet, so last_seq is where the earlier responses ended)
+        return self.follow_stream(JournalSource(journal, after=journal.last_seq))
+
+    def follow_stream(self, source: JournalSource) -> Any:
+        return EventStreamResponse(
+            source, keepalive=self.options.keepalive, encode=journal_encoder(source.journal), close=closing(source)
+        )
+
+
+__all__ = ["Reply", "Runs", "resume_url"]
