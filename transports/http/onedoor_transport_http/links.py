@@ -13,7 +13,7 @@ import asyncio
 import re
 from typing import Any, Awaitable, Callable, MutableMapping
 
-from onedoor.composition import AsgiMount
+from onedoor import AsgiMount
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
