@@ -75,7 +75,8 @@ def test_a_page_cookie_keeps_its_tokens_principal(tokens_file):
                 first = page.get("/who", params={"token": token, "x": "1"})
                 assert first.status_code == 200 and first.json() == {"principal": principal, "query": "x=1"}
                 assert "set-cookie" in first.headers
-                again = page.get("/who")  # the cookie alone, as the page's own fetches
+                # the cookie alone, as the page's own fetches send it
+                again = page.get("/who", headers={"sec-fetch-site": "same-origin"})
                 assert again.status_code == 200 and again.json()["principal"] == principal
 
 

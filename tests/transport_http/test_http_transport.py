@@ -7,6 +7,7 @@ start-up lines, graceful shutdown that cancels runs in flight.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -47,6 +48,12 @@ def http_doors() -> list[str]:
         if "asgi" in door.shapes:
             names.append(name)
     return names
+
+
+def public_paths(doors: list[str]) -> set[str]:
+    """The paths the doors answer to GET without a token (``AsgiMount.public_paths``)."""
+    ctx = ServeContext(kernel=scripted_kernel(), door_names=doors, transport_name="http")
+    return {path for name in doors for path in plugins.load("door", name).asgi_mount(ctx).public_paths}
 
 
 DOORS = http_doors()
@@ -143,6 +150,46 @@ def test_start_up_lines_and_default_loopback():
             assert any(re.match(pattern, ln) for ln in server.lines), server.lines
 
 
+class LinksDoor:
+    """A door whose printed links answer GET in every way: a page, JSON, an endless stream, an error."""
+
+    name = "links"
+    shapes = frozenset({"asgi"})
+
+    def asgi_mount(self, ctx):
+        async def app(scope, receive, send):
+            path = scope["path"]
+            if path == "/links/broken":
+                raise RuntimeError("a broken route")
+            kinds = {"/links/page": b"text/html; charset=utf-8", "/links/stream": b"text/event-stream"}
+            kind = kinds.get(path, b"application/json")
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind)]})
+            if path == "/links/stream":
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+            await send({"type": "http.response.body", "body": b"{}"})
+
+        links = [("page", "/links/page"), ("form (POST)", "/links/page"), ("json", "/links/json"),
+                 ("stream", "/links/stream"), ("broken", "/links/broken")]
+        return AsgiMount(app=app, prefix="/links", links=links)
+
+
+@pytest.mark.parametrize("token", [TOKEN, ""], ids=["token", "no-token"])
+def test_start_up_links_get_the_token_only_on_pages(token):
+    from onedoor_transport_http.app import build_app
+    from onedoor_transport_http.links import BEARER_LINE, door_lines
+
+    ctx = ServeContext(kernel=scripted_kernel(), door_names=["links"], transport_name="http")
+    door = LinksDoor()
+    app, mounts = build_app([door], ctx, HttpOptions(port=0, token=token))
+    lines = asyncio.run(door_lines(app, [door], mounts, "http://127.0.0.1:9", 9, token or None))
+    hint = "?token=…" if token else ""
+    assert lines[0] == (f"onedoor:   links  page http://127.0.0.1:9/links/page{hint}, form (POST) http://127.0.0.1:9/links/page, "
+                        "json http://127.0.0.1:9/links/json, stream http://127.0.0.1:9/links/stream, "
+                        "broken http://127.0.0.1:9/links/broken")
+    assert lines[1:] == ([BEARER_LINE] if token else [])
+
+
 # -- auth: once, for every door ---------------------------------------------------------
 @needs_a_door
 def test_every_installed_door_demands_the_token():
@@ -152,8 +199,12 @@ def test_every_installed_door_demands_the_token():
         for line in server.lines[1:]:
             urls.update(u.split("?")[0] for u in re.findall(r"(http://\S+?)(?:,|$|\s)", line))
         assert len(urls) >= len(DOORS)
+        public = public_paths(DOORS)
         for url in sorted(urls):
             for method in ("GET", "POST", "PUT", "DELETE"):
+                if method == "GET" and httpx.URL(url).path in public:
+                    assert httpx.get(url, timeout=10).status_code == 200, url  # e.g. A2A's agent card
+                    continue
                 for headers, detail in (({}, "missing"), ({"Authorization": "Bearer wrong-token-wrong-token"}, "wrong")):
                     r = httpx.request(method, url, headers=headers, json={"message": "hi"}, timeout=10)
                     assert r.status_code == 401, (method, url, r.status_code, r.text[:200])

@@ -3,7 +3,8 @@
 Safe by default: binds 127.0.0.1; binding any other address without a token is refused;
 when a token is set, every request to every door must carry it (``Authorization:
 Bearer …``; a page opened in a browser may pass ``?token=…`` once, swapped at once for a
-cookie), checked once, in constant time. Every request also passes the same guard
+cookie that expires, changes with each server start and works only from the server's own
+pages), checked once, in constant time. Every request also passes the same guard
 against web pages the user visits (see :mod:`.guard`): ``Host`` must be a loopback
 name, the bound address or an allowed host (DNS rebinding); a foreign ``Origin`` is
 refused; what starts or changes something must carry its own content type (no CORS
@@ -42,6 +43,9 @@ class HttpOptions:
         metadata={"help": "Host names served besides loopback and the bound address (name, name:port, name:*; *: any)"},
     )
     max_body_bytes: int = field(default=4 * 1024 * 1024, metadata={"help": "largest request body accepted"})
+    cookie_max_age: int = field(
+        default=4 * 3600, metadata={"help": "seconds the cookie of a page opened with ?token= stays valid"}
+    )
     shutdown_grace: float = field(default=5.0, metadata={"help": "seconds open streams get to end on shutdown"})
     log_level: str = field(default="warning", metadata={"help": "uvicorn log level"})
 
@@ -52,6 +56,8 @@ class HttpOptions:
             raise ValueError("the token must be at least 16 characters")
         if self.max_body_bytes < 1024:
             raise ValueError("max_body_bytes must be at least 1024")
+        if self.cookie_max_age < 1:
+            raise ValueError("cookie_max_age must be at least 1 second")
 
     @property
     def requires_token(self) -> bool:

@@ -133,6 +133,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
         max_body=options.max_body_bytes,
         open_paths=(HEALTH_PATH,),
         public_paths=tuple(path for m in mounts for path in m.public_paths),
+        cookie_max_age=options.cookie_max_age,
     )
     if options.cors_origins:
         guarded = _cors(guarded, list(options.cors_origins), mounts)

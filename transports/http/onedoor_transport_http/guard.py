@@ -16,7 +16,9 @@ this order, answering a JSON error ``{"error", "detail"}``:
                              ``cors_origins`` are allowed). No ``Origin`` header: not a
                              browser page's fetch, allowed.
 401  unauthorized            when the server has a token: missing or wrong; or sent in
-                             the URL (``?token=``) of anything but a page (GET/HEAD).
+                             the URL (``?token=``) of anything but a page (GET/HEAD); a
+                             page cookie expired, of another server start, or alone
+                             from elsewhere than this server's pages.
                              Not asked on ``/healthz``, nor on GET/HEAD of a door's
                              ``public_paths`` (A2A's agent card: how to authenticate).
 415  unsupported_media_type  a POST with a body whose ``Content-Type`` is not the
@@ -37,22 +39,26 @@ door for frameworks that read them themselves.
 
 Tokens in URLs: a browser opening a page (the AG-UI chat page, the REST docs) may pass
 ``?token=``. The guard takes the token out of the query before the door sees it and
-answers with an HttpOnly, SameSite=Strict cookie (valid for this server only, holding a
-value derived from the token, not the token) and ``Referrer-Policy: no-referrer``; the
-page's own requests then carry the cookie, and the page removes the token from the
-address bar. API calls (POST…) must send ``Authorization: Bearer``: a token in their
-URL is refused, since URLs end up in logs and histories.
+answers with a page cookie (:mod:`.page_cookie`: named after the port, a value made
+under a key of this server start, never the token; ``Max-Age`` ``cookie_max_age``,
+HttpOnly, SameSite=Strict, ``Path`` the door's prefix) and ``Referrer-Policy:
+strict-origin``; the page's own requests then carry the cookie, and the AG-UI page removes
+the token from the address bar. The server's root keeps its query (it redirects to the
+first door's page, token and all) and gets no cookie. A request with only the cookie
+must show it comes from a page of this server (same-origin ``Origin`` or
+``Sec-Fetch-Site``; a reload may get the page itself): a cookie sent to another server
+on the host and replayed is refused. API calls (POST…) must send ``Authorization:
+Bearer``: a token in their URL is refused, since URLs end up in logs and histories.
 
 Principals: each accepted token names a principal (``tokens_file``; the single ``token``
 is ``local``). The guard puts the caller's principal id in ``scope["onedoor.principal"]``
 (:data:`onedoor.composition.PRINCIPAL_KEY`), for every request it lets through, and
 doors read it with ``ServeContext.principal_of(scope)``. Tokens are compared in constant
-time against every accepted token, and a page's cookie is per token.
+time against every accepted token, and a page's cookie names its token's principal.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Mapping, MutableMapping
@@ -62,6 +68,8 @@ from onedoor import WireError, decode_json
 from onedoor.composition import LOCAL_PRINCIPAL, PRINCIPAL_KEY, AsgiMount, Endpoint
 
 from .errors import send_error
+from .page_cookie import COOKIE_PREFIX, DEFAULT_MAX_AGE, NO_PROOF, NOT_THE_PAGE, PageCookies, page_proof
+from .page_cookie import cookie_name as _cookie_name
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -73,8 +81,8 @@ PAGE_METHODS = frozenset({"GET", "HEAD"})  # where a browser opens a page (and ?
 TYPED_METHODS = frozenset({"POST"})  # the one simple (preflight-free) method with a body
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]"})
-COOKIE_PREFIX = "onedoor_token_"
-_WANTED = {b"host", b"origin", b"authorization", b"cookie", b"content-type", b"content-length", b"transfer-encoding"}
+_WANTED = {b"host", b"origin", b"authorization", b"cookie", b"content-type", b"content-length", b"transfer-encoding",
+           b"sec-fetch-site", b"sec-fetch-mode", b"referer"}
 
 
 def is_loopback_name(name: str) -> bool:
@@ -208,11 +216,6 @@ def _has_body(headers: dict[bytes, bytes]) -> bool:
     return b"chunked" in headers.get(b"transfer-encoding", b"").lower() or (declared not in (b"", b"0"))
 
 
-def _cookie_value(token: bytes) -> bytes:
-    """What a page's cookie holds for ``token``: derived from it, not it."""
-    return hmac.new(token, b"onedoor cookie", hashlib.sha256).hexdigest().encode()
-
-
 def _as(scope: Scope, principal: str, query: bytes | None = None) -> Scope:
     """``scope`` naming its principal (and with the token taken out of the query)."""
     changed = dict(scope)
@@ -224,7 +227,11 @@ def _as(scope: Scope, principal: str, query: bytes | None = None) -> Scope:
 
 def cookie_name(scope: Scope) -> str:
     server = scope.get("server")
-    return f"{COOKIE_PREFIX}{server[1] if server else 0}"
+    return _cookie_name(server[1] if server else 0)
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")
 
 
 def _query_without_token(query: bytes) -> tuple[list[bytes], bytes]:
@@ -281,14 +288,16 @@ class Guard:
         max_body: int = 4 * 1024 * 1024,
         open_paths: Iterable[str] = ("/healthz",),
         public_paths: Iterable[str] = (),
+        cookie_max_age: int = DEFAULT_MAX_AGE,
     ) -> None:
         self.app = app
         self.endpoint = endpoint
         accepted = dict(tokens or {})
         if token:
             accepted[token] = LOCAL_PRINCIPAL
-        # (token, its cookie value, principal), every one compared on every request
-        self.tokens = [(t.encode(), _cookie_value(t.encode()), p) for t, p in accepted.items()]
+        # (token, principal), every one compared on every request
+        self.tokens = [(t.encode(), p) for t, p in accepted.items()]
+        self.cookies = PageCookies(self.tokens, cookie_max_age)
         self.max_body = max_body
         self.open_paths = frozenset(open_paths)
         self.public_paths = frozenset(public_paths)  # GET/HEAD without a token (a door's AsgiMount.public_paths)
@@ -342,7 +351,7 @@ class Guard:
             return
         public = path in self.open_paths or (path in self.public_paths and scope.get("method") in PAGE_METHODS)
         if self.tokens and not public:
-            scope, send, refused = self._authenticate(scope, send, headers)
+            scope, send, refused = self._authenticate(scope, send, headers, rules)
             if refused is not None:
                 await self._refuse(scope, send, 401, "unauthorized", refused,
                                    [(b"www-authenticate", b'Bearer realm="onedoor"')])
@@ -359,17 +368,16 @@ class Guard:
             return
         await self._with_body(scope, receive, send, headers, is_json(media_type))
 
-    def _match(self, presented: bytes, index: int) -> tuple[bytes, bytes, str] | None:
-        """The accepted token whose field ``index`` (0 token, 1 cookie value) equals
-        ``presented``; every one is compared, in constant time."""
+    def _match(self, presented: bytes) -> int | None:
+        """The index of the accepted token equal to ``presented``; every one is compared, in constant time."""
         found = None
-        for entry in self.tokens:
-            expected: bytes = entry[1] if index else entry[0]
+        for index, (expected, _principal) in enumerate(self.tokens):
             if hmac.compare_digest(presented, expected):
-                found = entry
+                found = index
         return found
 
-    def _authenticate(self, scope: Scope, send: Send, headers: dict[bytes, bytes]) -> tuple[Scope, Send, str | None]:
+    def _authenticate(self, scope: Scope, send: Send, headers: dict[bytes, bytes],
+                      rules: MountRules) -> tuple[Scope, Send, str | None]:
         """(scope, send, why refused or None). A page's ``?token=`` is swapped for a cookie;
         the scope let through names the token's principal."""
         query = scope.get("query_string", b"")
@@ -382,34 +390,56 @@ class Guard:
         if authorization is not None:
             scheme, _, credentials = authorization.partition(b" ")
             if scheme.lower() == b"bearer":
-                entry = self._match(credentials.strip(), 0)
-                if entry is None:
+                index = self._match(credentials.strip())
+                if index is None:
                     return scope, send, "wrong bearer token"
-                return _as(scope, entry[2], rest if tokens else None), send, None
-        cookie = _cookie(headers[b"cookie"], cookie_name(scope).encode()) if b"cookie" in headers else None
-        if cookie is not None and not tokens:
-            entry = self._match(cookie, 1)
-            if entry is not None:
-                return _as(scope, entry[2]), send, None
+                return _as(scope, self.tokens[index][1], rest if tokens else None), send, None
         if tokens:
-            entry = self._match(tokens[-1], 0)
-            if entry is None:
+            index = self._match(tokens[-1])
+            if index is None:
                 return scope, send, "wrong bearer token"
-            return _as(scope, entry[2], rest), self._setting_cookie(scope, send, entry[1]), None
-        return scope, send, "wrong bearer token" if cookie is not None else "missing bearer token"
+            if not rules.prefix and scope.get("path") == "/":
+                return _as(scope, self.tokens[index][1]), send, None  # the root redirects to a page, with the query
+            return _as(scope, self.tokens[index][1], rest), self._setting_cookie(scope, send, index, rules), None
+        cookie = _cookie(headers[b"cookie"], cookie_name(scope).encode()) if b"cookie" in headers else None
+        if cookie is None:
+            return scope, send, "missing bearer token"
+        principal, why = self._cookie_principal(scope, headers, cookie)
+        return (scope, send, why) if principal is None else (_as(scope, principal), send, None)
 
-    def _setting_cookie(self, scope: Scope, send: Send, value: bytes) -> Send:
-        """``send`` that adds the token cookie (and no-referrer) to the response start."""
-        cookie = f"{cookie_name(scope)}={value.decode()}; Path=/; HttpOnly; SameSite=Strict"
-        if scope.get("scheme") in ("https", "wss"):
-            cookie += "; Secure"
+    def _cookie_principal(self, scope: Scope, headers: dict[bytes, bytes], cookie: bytes) -> tuple[str | None, str]:
+        """(principal, "") for a page cookie sent by a page of this server, else (None, why)."""
+        method = scope.get("method", "GET")
+        if scope["type"] == "websocket":
+            method = "WEBSOCKET"
+        proof = page_proof(method, _text(headers.get(b"host")) or "", _text(headers.get(b"origin")),
+                           _text(headers.get(b"sec-fetch-site")), _text(headers.get(b"sec-fetch-mode")),
+                           _text(headers.get(b"referer")))
+        if proof is None:
+            return None, NO_PROOF
+        checked = self.cookies.check(cookie)
+        if isinstance(checked, str):
+            return None, checked
+        principal, page = checked
+        if proof == "navigation" and scope.get("path", "") != page:
+            return None, NOT_THE_PAGE.format(page=page[:200])
+        return principal, ""
+
+    def _setting_cookie(self, scope: Scope, send: Send, index: int, rules: MountRules) -> Send:
+        """``send`` that adds the page cookie (and sets the referrer policy) on the response start.
+        The cookie's path is the door's prefix (``/`` for routes outside the doors)."""
+        path = scope.get("path", "")
+        value = self.cookies.issue(index, path)
+        secure = scope.get("scheme") in ("https", "wss")
+        cookie = self.cookies.header(cookie_name(scope), value, rules.prefix or "/", secure)
 
         async def sending(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                extra = [(b"set-cookie", cookie.encode())]
-                if not any(name.lower() == b"referrer-policy" for name, _ in message.get("headers", ())):
-                    extra.append((b"referrer-policy", b"no-referrer"))
-                message = dict(message, headers=[*message.get("headers", ()), *extra])
+                # strict-origin (not a door's no-referrer): the token's URL never leaves, and the
+                # page's GETs carry the Referer that proves them where no Sec-Fetch-Site is sent
+                kept = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"referrer-policy"]
+                extra = [(b"set-cookie", cookie), (b"referrer-policy", b"strict-origin")]
+                message = dict(message, headers=[*kept, *extra])
             await send(message)
 
         return sending
@@ -467,4 +497,6 @@ class Guard:
         await self.app(scope, replay, send)
 
 
-__all__ = ["JSON_BODY", "Guard", "HostPolicy", "MountRules", "OriginPolicy", "is_json", "read_json", "split_host"]
+__all__ = [
+    "COOKIE_PREFIX", "JSON_BODY", "Guard", "HostPolicy", "MountRules", "OriginPolicy", "is_json", "read_json", "split_host",
+]

@@ -3,7 +3,8 @@
 On start it binds the socket itself (a port in use is one line, ``onedoor: error: cannot
 listen on …``, naming the busy port and how to choose another, and exit 2), then prints
 ``onedoor: listening on http://HOST:PORT`` and one line per door with its URL(s) (so
-``--port 0`` prints the real port).
+``--port 0`` prints the real port); with a token, ``?token=…`` only on the pages a
+browser opens (see :mod:`.links`).
 
 On SIGINT/SIGTERM it stops accepting connections and cancels every run in flight, so
 that each open stream gets its door's cancelled ending, within ``shutdown_grace``
@@ -25,6 +26,7 @@ from typing import Any
 
 from . import HttpOptions
 from .app import build_app
+from .links import door_lines
 
 
 def _url(host: str, port: int) -> str:
@@ -49,14 +51,9 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
                     port = sock.getsockname()[1]
                     break
             base = _url(options.host, port)
-            suffix = "?token=…" if options.requires_token else ""
+            token = next(iter(options.principals()), None) if options.requires_token else None
             lines = [f"onedoor: listening on {base} (backend {kernel.backend.name!r}; Ctrl-C stops)"]
-            for door, mount in zip(doors, mounts):
-                links = mount.links or [("endpoint", mount.prefix.rstrip("/") + "/")]
-                shown = ", ".join(
-                    f"{label} {base}{path}{suffix if path.endswith('/') else ''}" for label, path in links
-                )
-                lines.append(f"onedoor:   {door.name:<6} {shown}")
+            lines += await door_lines(app, doors, mounts, base, port, token)
             print("\n".join(lines), flush=True)
 
         async def shutdown(self, sockets: Any = None) -> None:
