@@ -92,7 +92,10 @@ def test_openapi_documents_typed_models_and_bearer_auth(client):
         assert docs.status_code == 200 and "swagger" in docs.text.lower()
         assert TOKEN not in docs.text and "openapi.json?token" not in docs.text
         assert "HttpOnly" in docs.headers["set-cookie"] and "SameSite=Strict" in docs.headers["set-cookie"]
-        assert browser.get("/rest/openapi.json").json()["info"]["title"] == spec["info"]["title"]
+        # the page's own fetch says where it comes from (a browser sends this; a replay without it is refused)
+        spec_again = browser.get("/rest/openapi.json", headers={"sec-fetch-site": "same-origin"})
+        assert spec_again.json()["info"]["title"] == spec["info"]["title"]
+        assert browser.get("/rest/openapi.json").status_code == 401, "the cookie alone, with no proof, is refused"
 
 
 def test_stream_is_sse_with_one_core_event_per_event(client):
