@@ -221,6 +221,12 @@ class Kernel:
         another run's, is ``unknown``)."""
         return self._runs.lot.status(question_id, principal, run_id)
 
+    def question(self, question_id: str, *, principal: str = LOCAL) -> tuple[str, Question | None] | None:
+        """Which run a question of ``principal`` belongs to: ``(run id, question)`` while it
+        is open and parked, ``(run id, None)`` once closed (answered, expired, cancelled;
+        remembered for a while), None for an unknown one (and another principal's)."""
+        return self._runs.lot.locate(question_id, principal)
+
     def check_question(self, question_id: str, *, principal: str = LOCAL, run_id: str | None = None) -> None:
         """Raise the QuestionError a resume answering ``question_id`` would meet (unknown,
         expired, answered: naming the answer); return None while it is open and parked."""

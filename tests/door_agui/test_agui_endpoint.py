@@ -185,7 +185,7 @@ def test_busy_server_answers_429_with_retry_after_and_duplicate_run_409():
         client, response, _, _, _ = _stream_until(server.base_url, payload, 1)
         try:
             duplicate = post_run(server.base_url, payload)
-            assert duplicate.status_code == 409 and duplicate.json()["error"] == "conflict"
+            assert duplicate.status_code == 409 and duplicate.json()["error"] == "run_in_use"
             busy = post_run(server.base_url, run_input("hi"))
             assert busy.status_code == 429
             assert busy.headers["retry-after"] == "2" and busy.json()["error"] == "busy"

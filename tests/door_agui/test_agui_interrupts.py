@@ -131,14 +131,27 @@ def test_a_suspended_ending_without_its_question_is_a_run_error():
     assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "no_interrupt"
 
 
-def test_the_door_forgets_interrupts_whose_run_no_longer_waits():
+async def test_what_the_door_knows_of_a_run_goes_with_its_journal():
+    """The door keeps no registry of its own: an interrupted run's segment (what a resume
+    and a reader that comes back need) lives in the kernel's journal and goes with it."""
+    import httpx
     from onedoor.kernel import Limits
     from onedoor.testing import scripted_kernel
-    from onedoor_door_agui import AguiOptions
+    from onedoor_door_agui import AguiOptions, segments
     from onedoor_door_agui.app import AguiApp
+    from onedoor_test_support import await_for
 
-    app = AguiApp(scripted_kernel(Limits(max_parked_runs=2)), AguiOptions())
-    for index in range(20):  # none of these runs is parked in the kernel: all closed
-        question = Question.input("x").stamped(f"run-{index}", None)
-        app._remember(question, Translator("t", f"r{index}"), None)
-        assert len(app.interrupts) <= 2 * 2
+    kernel = scripted_kernel(Limits(question_ttl=0.3, journal_retention=0.2), mode="async")
+    app = AguiApp(kernel, AguiOptions(keepalive=0))
+    body = {"threadId": "t", "runId": "r-parked", "messages": [{"id": "u1", "role": "user", "content": "/ask rm {}"}]}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+        parked = await http.post("/", json=body)
+        assert '"type":"interrupt"' in parked.text
+        assert segments.find(kernel.journals, "r-parked", "local") is not None
+        assert (await http.get("/runs/r-parked/events")).status_code == 200
+        await await_for(lambda: kernel.parked_runs == 0 and len(kernel.journals) == 0, "the run expired, its journal went")
+        assert segments.find(kernel.journals, "r-parked", "local") is None
+        gone = await http.get("/runs/r-parked/events")
+        assert gone.status_code == 404 and gone.json()["error"] == "unknown_run"
+    grown = [name for name, value in vars(app).items() if isinstance(value, (dict, list, set)) and value]
+    assert grown == [], f"the door kept state of its own: {grown}"

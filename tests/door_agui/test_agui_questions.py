@@ -196,7 +196,7 @@ def test_invalid_answer_is_refused_and_the_interrupt_stays_open(message, payload
         first, _, interrupt = ask(server.base_url, message)
         refused = post(server.base_url, resume_input(interrupt["id"], payload=payload))
         assert refused.status_code == 422, refused.text
-        assert refused.json()["error"] == "invalid_resume" and needle in refused.json()["detail"]
+        assert refused.json()["error"] == "invalid_answer" and needle in refused.json()["detail"]
         assert kernel.parked_runs == 1 and first["runId"] not in recorder.finished
         events = stream(server.base_url, resume_input(interrupt["id"], "cancelled"))  # still answerable
         assert events[-1]["outcome"] == {"type": "success"}
@@ -208,19 +208,19 @@ def test_double_resume_gets_409_and_unknown_ids_404():
         _, _, interrupt = ask(server.base_url)
         stream(server.base_url, resume_input(interrupt["id"], payload={"approved": True}))
         again = post(server.base_url, resume_input(interrupt["id"], payload={"approved": True}))
-        assert again.status_code == 409 and again.json()["error"] == "interrupt_answered"
+        assert again.status_code == 409 and again.json()["error"] == "already_answered"
         assert "answered: allow_once" in again.json()["detail"]
         unknown = post(server.base_url, resume_input("q-" + "0" * 24, payload={"approved": True}))
-        assert unknown.status_code == 404 and unknown.json()["error"] == "unknown_interrupt"
+        assert unknown.status_code == 404 and unknown.json()["error"] == "unknown_question"
         # an open interrupt named from another thread looks unknown too, and stays open
         _, _, interrupt = ask(server.base_url)
         other = post(server.base_url, resume_input(interrupt["id"], payload=True, thread="thread-2"))
-        assert other.status_code == 404 and other.json()["error"] == "unknown_interrupt"
+        assert other.status_code == 404 and other.json()["error"] == "unknown_question"
         assert kernel.parked_runs == 1
         # two entries for one interrupt, and an empty resume list (a plain run)
         entry = {"interruptId": interrupt["id"], "status": "cancelled"}
         twice = post(server.base_url, {**resume_input(interrupt["id"]), "resume": [entry, entry]})
-        assert twice.status_code == 422 and twice.json()["error"] == "invalid_resume"
+        assert twice.status_code == 422 and twice.json()["error"] == "invalid_answer"
         assert stream(server.base_url, run_input("hello", resume=[]))[-1]["outcome"] == {"type": "success"}
         assert text_of(stream(server.base_url, resume_input(interrupt["id"], payload=True))).startswith("Approved")
         wait_for(lambda: settled(kernel), "the runs to end")
@@ -273,7 +273,7 @@ def test_expired_interrupt(mode):
         assert outcome.stop_reason == "cancelled"
         wait_for(lambda: settled(kernel), "the expired run to free its slot and worker")
         late = post(server.base_url, resume_input(interrupt["id"], payload={"approved": True}))
-        assert late.status_code == 410 and late.json()["error"] == "interrupt_expired"
+        assert late.status_code == 410 and late.json()["error"] == "question_expired"
         # abandoning it (the client's way past an expired interrupt) is not an error
         abandon = resume_input(interrupt["id"], "cancelled")
         events = stream(server.base_url, abandon)

@@ -28,12 +28,13 @@ from pydantic import TypeAdapter
 EVENT = TypeAdapter(AguiEvent)
 pytestmark = pytest.mark.timeout(300)  # a real browser / node / hundreds of runs on a loaded machine
 PLACEHOLDER = "QID-PLACEHOLDER-0123456789"
+RUN_PLACEHOLDER = "RUN-PLACEHOLDER-0123456789"  # a fresh runId per case: a runId names one AG-UI run only
 
 
 def template(payload) -> dict:
     return {
         "threadId": "thread-1",
-        "runId": "resume-run",
+        "runId": RUN_PLACEHOLDER,
         "messages": [{"id": "u1", "role": "user", "content": "hi"}],
         "resume": [{"interruptId": PLACEHOLDER, "status": "resolved", "payload": payload}],
     }
@@ -61,10 +62,11 @@ async def test_hostile_resume_inputs(client, caplog):
     http, kernel = client
     caplog.set_level(logging.ERROR)
     seen: dict[str, int] = {}
-    for kind, message, case in CASES:
+    for index, (kind, message, case) in enumerate(CASES):
         parked = await http.post("/agui/", json=run_input(message))
         interrupt_id = parse_sse(parked.text)[-1]["outcome"]["interrupts"][0]["id"]
         body = case.payload.replace(PLACEHOLDER.encode(), interrupt_id.encode())
+        body = body.replace(RUN_PLACEHOLDER.encode(), f"resume-{index}".encode())
         response = await http.post("/agui/", content=body, headers={"content-type": "application/json"})
         where = f"{kind} {case.name}"
         assert response.status_code < 500, f"{where}: {response.text[:300]}"
@@ -83,5 +85,5 @@ async def test_hostile_resume_inputs(client, caplog):
         await await_for(lambda: kernel.active_runs == 0 and kernel.parked_runs == 0, f"no run left after {where}")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     # every kind of answer happened: refusals of each sort, and resumes that went through
-    assert {"200", "422 invalid_resume", "404 unknown_interrupt", "400 bad_json", "422 invalid_request"} <= set(seen), seen
+    assert {"200", "422 invalid_answer", "404 unknown_question", "400 bad_json", "422 invalid_request"} <= set(seen), seen
     print(json.dumps(seen, sort_keys=True))

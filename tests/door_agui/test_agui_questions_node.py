@@ -74,7 +74,7 @@ def test_client_refuses_to_skip_an_interrupt(results):
 
 def test_invalid_answer_is_refused_then_a_valid_one_goes_through(results):
     r = results["invalid"]
-    assert "422" in r["refused"]["error"] and "invalid_resume" in r["refused"]["error"]
+    assert "422" in r["refused"]["error"] and "invalid_answer" in r["refused"]["error"]
     assert r["refused"]["pendingInterrupts"] != []  # the interrupt is still there to answer
     assert r["fixed"] == "success" and r["reply"] == 'You answered {"answer": "red"}'
 

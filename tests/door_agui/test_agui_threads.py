@@ -158,7 +158,7 @@ def test_list_get_delete_are_the_callers_own(server):
     bobs = httpx.get(url(server, "threads"), headers=auth(BOB), timeout=30).json()
     assert tid not in [t["threadId"] for t in bobs["threads"]]
     read = thread(server, tid, BOB)
-    assert read.status_code == 404 and read.json()["error"] == "not_found"
+    assert read.status_code == 404 and read.json()["error"] == "unknown_thread"
     gone = httpx.delete(url(server, f"threads/{tid}"), headers=auth(BOB), timeout=30)
     assert gone.status_code == 404
     taken = run(server, tid, [user("what is the plan?")], token=BOB)
@@ -273,10 +273,14 @@ def test_a_run_finishing_after_its_client_left_can_be_followed_again(server):
     rest = httpx.get(url(server, f"runs/{run_id}/events"), headers={**auth(ALICE), "Last-Event-ID": ids[len(ids) // 2]}, timeout=60)
     after = [f.data for f in support.parse_sse(rest.text)]
     assert events[: middle + 1] + after == events
-    # a cursor of another run, or garbage, is refused
-    for bad in ("garbage", "other-run:0:3", f"{run_id}:0:999999"):
+    # garbage or a cursor of another run is refused (422); one this run never gave out, or of another
+    # life of the run (its epoch), is expired (409): the same answers as the REST door's
+    for bad, status, code in (
+        ("garbage", 422, "invalid_request"), ("other-run:0:3", 422, "invalid_request"), ("٣:0:1", 422, "invalid_request"),
+        (f"{run_id}:0:999999", 409, "cursor_expired"), (f"{run_id}:99:1", 409, "cursor_expired"),
+    ):
         refused = httpx.get(url(server, f"runs/{run_id}/events"), params={"after": bad}, headers=auth(ALICE), timeout=30)
-        assert refused.status_code == 422, (bad, refused.text)
+        assert (refused.status_code, refused.json()["error"]) == (status, code), (bad, refused.text)
 
 
 def test_by_default_a_client_that_leaves_cancels_its_run_into_the_thread(server):
@@ -318,7 +322,8 @@ def test_official_client_two_turns_on_one_thread(server):
 def test_without_a_store_runs_stay_stateless(tmp_path):
     with start_server(["--door", "agui", "-b", "scripted", "--store", "none", "-o", "agui.keepalive=0"]) as srv:
         listed = httpx.get(url(srv, "threads"), timeout=30)
-        assert listed.status_code == 404 and "keeps no threads" in listed.json()["detail"]
+        assert listed.status_code == 501 and listed.json()["error"] == "no_threads"
+        assert "keeps no threads" in listed.json()["detail"]
         first = events_of(httpx.post(url(srv), json={"threadId": "any id at all!", "runId": "r1", "messages": [user("one")]}))
         again = events_of(httpx.post(url(srv), json={"threadId": "any id at all!", "runId": "r2", "messages": [user("two")]}))
         assert reply_of(first) == "You said: one (1 word, turn 1)" and reply_of(again) == "You said: two (1 word, turn 1)"

@@ -77,6 +77,18 @@ class ParkingLot:
             return "unknown"
         return "answered" if closed[1].startswith("answered") else "expired"
 
+    def locate(self, question_id: str, principal: str) -> tuple[str, Question | None] | None:
+        """(run id, the question) of an open parked question of ``principal``; (run id,
+        None) for one closed recently; None for any other (another principal's alike)."""
+        owner = self.questions.get(question_id)
+        if owner is not None:
+            if owner.principal != principal:
+                return None
+            question = next((q for q in owner.gate.open_questions() if q.id == question_id), None)
+            return owner.run_id, question
+        closed = self.closed.get(question_id)
+        return (closed[2], None) if closed is not None and closed[0] == principal else None
+
     def find(self, answers: Iterable[Answer], principal: str, run_id: str | None = None) -> Any:
         """The parked run these answers belong to; QuestionError if there is none. With
         ``run_id``, a question of any other run is ``unknown`` too."""

@@ -34,7 +34,8 @@ input     cancelled                                                  ``cancel``
 ========  =========================================================  =================
 
 Anything else is refused with the ``invalid`` reason. Every refusal happens before the
-resumed run starts, as an HTTP error (:data:`ERRORS`).
+resumed run starts, as an HTTP error from the transport's table (``invalid_answer``,
+``unknown_question``, ``question_expired``, ``already_answered``).
 """
 
 from __future__ import annotations
@@ -45,14 +46,6 @@ from typing import Any
 from onedoor import APPROVAL, Answer, Question, QuestionError
 
 REASONS = {APPROVAL: "tool_approval", "input": "input_required"}
-
-# QuestionError.reason -> (HTTP status, error code); the body is {"error": code, "detail": ...}
-ERRORS: dict[str, tuple[int, str]] = {
-    "unknown": (404, "unknown_interrupt"),
-    "expired": (410, "interrupt_expired"),
-    "answered": (409, "interrupt_answered"),
-    "invalid": (422, "invalid_resume"),
-}
 
 _APPROVAL_KEYS = {"outcome"}, {"approved"}, {"approved", "always"}
 
@@ -130,4 +123,4 @@ def _approval_outcome(payload: Any) -> str:
     )
 
 
-__all__ = ["ERRORS", "REASONS", "answer_for", "approval_schema", "iso_time", "question_to_interrupt"]
+__all__ = ["REASONS", "answer_for", "approval_schema", "iso_time", "question_to_interrupt"]

@@ -1,7 +1,7 @@
 """Runs on stored threads: the AG-UI ``threadId`` names a thread in the kernel's store.
 
 AG-UI clients choose their thread ids, so the first run on an id creates the thread
-(``store.create(principal, thread_id=...)``) and later runs continue it. The server's copy
+(``kernel.threads.open(..., create=True)``) and later runs continue it. The server's copy
 is the history: of the input's messages only the new part counts (:mod:`.convert`), so a
 client may send the whole conversation or only its new message. An id that another
 principal holds is refused (409), and their thread is never read.
@@ -16,21 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from onedoor import Message
-from onedoor.threads import Thread, ThreadError, append_turn, check_thread_id, title_from
+from onedoor import Message, RunRefused, Thread, ThreadError
+from onedoor.threads import title_from
 
 from .convert import NO_USER_MESSAGE, RunRequest
 from .translate import _arguments_text
-
-
-class ThreadRefused(Exception):
-    """A threaded run that cannot start: an HTTP status, an error code and a detail."""
-
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
 
 
 def to_agui(messages: Sequence[Message], prefix: str = "h") -> list[dict[str, Any]]:
@@ -56,58 +46,27 @@ def _unanswered(thread: Thread, new: Sequence[Message]) -> list[Message]:
     return [m for m in new if m.role != "tool" or m.tool_call_id not in answered]
 
 
-async def open_thread(store: Any, principal: str, request: RunRequest) -> Thread:
-    """The caller's thread for this run, created when new, with the input's new user and
-    tool messages (those before the prompt) added; :class:`ThreadRefused` when it cannot be."""
-    try:
-        thread_id = check_thread_id(request.thread_id)
-    except ThreadError as exc:
-        raise ThreadRefused(422, "invalid_request", f"threadId: {exc}") from None
-    thread = await store.get(principal, thread_id)
-    if thread is None:
-        if not request.has_user:
-            raise ThreadRefused(422, "invalid_request", f"{NO_USER_MESSAGE} (thread {thread_id!r} does not exist yet)")
-        thread = await _create(store, principal, thread_id, request)
-        added = list(request.history) if not thread.messages else _unanswered(thread, request.new)
-    else:
-        if request.nothing_new:
-            raise ThreadRefused(
-                422, "invalid_request", "the messages end with an assistant message: nothing new to answer on this thread"
-            )
-        added = _unanswered(thread, request.new)
-    if added:
-        try:
-            thread = await append_turn(store, thread, added)
-        except ThreadError as exc:
-            raise _refusal(exc, thread_id) from None
-    return thread
-
-
-async def _create(store: Any, principal: str, thread_id: str, request: RunRequest) -> Thread:
+async def open_thread(desk: Any, principal: str, request: RunRequest) -> Thread:
+    """The caller's thread for this run (``kernel.threads``), created when new, with the
+    input's new user and tool messages (those before the prompt) added; a ThreadError
+    (``taken``, ``invalid``, ``too_large``…) when it cannot be, a RunRefused for an input
+    with nothing to answer."""
     title = title_from([*request.history, Message("user", request.prompt)])
     try:
-        return await store.create(principal, title=title, thread_id=thread_id)
+        thread, made = await desk.open(principal, request.thread_id, create=request.has_user, title=title)
     except ThreadError as exc:
-        if exc.reason != "conflict":
-            raise _refusal(exc, thread_id) from None
-    found = await store.get(principal, thread_id)  # created a moment ago by this caller's other request?
-    if found is None:
-        raise ThreadRefused(
-            409, "thread_taken", f"threadId {thread_id!r} is taken on this server; start the conversation with another threadId"
-        )
-    return found
-
-
-def _refusal(exc: ThreadError, thread_id: str) -> ThreadRefused:
-    if exc.reason == "too_large":
-        return ThreadRefused(413, "too_large", str(exc))
-    if exc.reason == "not_found":
-        return ThreadRefused(404, "not_found", f"no thread {thread_id!r}")
-    if exc.reason == "conflict":
-        return ThreadRefused(409, "conflict", str(exc))
-    if exc.reason == "unavailable":
-        return ThreadRefused(503, "store_unavailable", f"the thread store cannot be reached now ({exc}); try again")
-    return ThreadRefused(422, "invalid_request", str(exc))
+        if exc.reason == "invalid":
+            raise ThreadError("invalid", f"threadId: {exc}") from None
+        if exc.reason != "not_found":
+            raise
+        raise RunRefused("invalid", f"{NO_USER_MESSAGE} (thread {request.thread_id!r} does not exist yet)") from None
+    if made:
+        added = list(request.history)
+    elif request.nothing_new:
+        raise RunRefused("invalid", "the messages end with an assistant message: nothing new to answer on this thread")
+    else:
+        added = _unanswered(thread, request.new)
+    return await desk.add(thread, added)
 
 
 def snapshot_base(thread: Thread, request: RunRequest) -> list[dict[str, Any]]:
@@ -141,4 +100,25 @@ def summary_view(summary: Any) -> dict[str, Any]:
     }
 
 
-__all__ = ["ThreadRefused", "open_thread", "snapshot_base", "summary_view", "thread_view", "to_agui"]
+
+
+class AguiThreadViews:
+    """How the thread endpoints answer on this door (camelCase, AG-UI messages).
+    ``running(principal, thread_id)``: the AG-UI run still going on a thread, or None."""
+
+    def __init__(self, running: Any) -> None:
+        self.running = running
+
+    def page(self, page: Any) -> dict[str, Any]:
+        return {"threads": [summary_view(s) for s in page.threads], "next": page.next_before}
+
+    async def thread(self, thread: Thread, principal: str) -> dict[str, Any]:
+        view = thread_view(thread)
+        view["running"] = await self.running(principal, thread.id)
+        return view
+
+    def deleted(self, thread_id: str) -> tuple[int, Any]:
+        return 200, {"deleted": True, "threadId": thread_id}
+
+
+__all__ = ["AguiThreadViews", "open_thread", "snapshot_base", "summary_view", "thread_view", "to_agui"]

@@ -19,6 +19,7 @@ from typing import Any, Callable, Protocol
 from urllib.parse import parse_qs
 
 from onedoor import ThreadError, ThreadPage
+from onedoor.threads import check_thread_id
 
 from .errors import REFUSED, send_error, send_json, send_refusal
 
@@ -48,7 +49,13 @@ def page_query(query: dict[str, str], *, default: int = 50, maximum: int = MAX_L
     raw = query.get("limit", str(default))
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 6) or not 1 <= int(raw) <= maximum:
         raise ThreadError("invalid", f"limit must be a whole number from 1 to {maximum}")
-    return int(raw), query.get("before") or None
+    before = query.get("before") or None
+    if before is not None:
+        try:
+            check_thread_id(before)
+        except ThreadError as exc:
+            raise ThreadError("invalid", f"before: {exc}") from None
+    return int(raw), before
 
 
 class ThreadEndpoints:
