@@ -48,7 +48,8 @@ class Kernel:
         self._journals: Journals | None = None
         self._desk: ThreadDesk | None = None
         self._runs = RunRegistry(
-            backend, limits or Limits(), hooks=hooks, store=store, live_elsewhere=self._live_elsewhere, kept=self._kept
+            backend, limits or Limits(), hooks=hooks, store=store, live_elsewhere=self._live_elsewhere, kept=self._kept,
+            drive=self._drive_journaled,
         )
 
     # -- what the kernel holds -----------------------------------------------------------
@@ -257,6 +258,14 @@ class Kernel:
 
     def _kept(self, run_id: str) -> bool:
         return self._journals is not None and self._journals.kept(run_id)
+
+    def _drive_journaled(self, stream: RunStream) -> Any:
+        """A journaled run's ending nobody reads (its questions expired) goes through its
+        journal, so a reader there, here or on another server, sees it end."""
+        journal = self._journals.get(stream.run_id, stream.principal) if self._journals is not None else None
+        if journal is None or journal.running:
+            return None
+        return self._journals.start(stream, on_disconnect="finish").task  # type: ignore[union-attr]
 
 
 __all__ = ["INTERRUPTED_REPLY", "Approver", "Backend", "Kernel", "Limits", "RunInfo", "RunStream"]

@@ -46,6 +46,7 @@ class RunJournal:
         self._max_events = max(1, max_events)
         self._wake: asyncio.Future[None] | None = None  # made when a reader waits, set by the next event
         self._stream: Journaled | None = None
+        self.task: asyncio.Task[None] | None = None  # the kernel's task driving its stream now
         self._followers = 0
         self._durable_seq: int | None = None  # with a shared journal: the last number the store holds
         self.writer: JournalWriter | None = None
@@ -190,6 +191,7 @@ class Journals:
         task = asyncio.get_running_loop().create_task(self._drive(journal, stream), name=f"onedoor-journal-{stream.run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        journal.task = task
         return journal
 
     async def find(self, run_id: str, principal: str) -> RunJournal | RemoteJournal | None:

@@ -21,7 +21,7 @@ from ._core import RunCore
 from ._parking import ParkingLot
 from .admission import check_input, check_run_id
 from .model import Backend
-from .stream import RunStream, continue_parked
+from .stream import RunStream, continue_parked, drain
 
 LiveElsewhere = Callable[[str, str], Awaitable[bool]]
 
@@ -38,6 +38,7 @@ class RunRegistry:
     def __init__(
         self, backend: Backend, limits: Limits, *, hooks: Any = None, store: Any = None,
         live_elsewhere: LiveElsewhere = _nowhere, kept: Callable[[str], bool] = lambda run_id: False,
+        drive: Callable[[RunStream], asyncio.Future[Any] | None] = lambda stream: None,
     ) -> None:
         self.backend = backend
         self.limits = limits
@@ -45,6 +46,7 @@ class RunRegistry:
         self.store = store
         self._live_elsewhere = live_elsewhere
         self._kept = kept
+        self._drive = drive
         self.lot = ParkingLot()
         self.runs: weakref.WeakSet[RunStream] = weakref.WeakSet()  # every response not yet collected
         self.worker_threads: set[threading.Thread] = set()
@@ -111,6 +113,11 @@ class RunRegistry:
 
     async def live_elsewhere(self, thread_id: str, *, besides: str) -> bool:
         return await self._live_elsewhere(thread_id, besides)
+
+    def drain(self, stream: RunStream) -> asyncio.Future[Any]:
+        """Drive a response nobody reads to its end (a parked run that expired or was
+        cancelled): through its journal when it has one, so its readers see the ending."""
+        return self._drive(stream) or asyncio.ensure_future(drain(stream))
 
     def run_ended(self, core: RunCore) -> None:
         """A run has ended for good: its id is free (once no journal keeps it), its thread

@@ -373,7 +373,7 @@ def cancel_parked(core: RunCore, how: str) -> None:
     successor._cancel_requested = True
     core.gate.cancel(how)
     core.tell_backend()
-    lot.drain(asyncio.ensure_future(_drain(successor)))
+    lot.drain(core.host.drain(successor))
 
 
 def _fail_if_asked(injected: Injected) -> None:
@@ -382,11 +382,11 @@ def _fail_if_asked(injected: Injected) -> None:
         raise StopRun(injected.fail)
 
 
-async def _drain(stream: RunStream) -> None:
+async def drain(stream: RunStream) -> None:
     """Drive a run nobody reads to its end (a parked run that expired or was cancelled)."""
     async with stream:
         async for _ in stream:
             pass
 
 
-__all__ = ["RunStream", "cancel_parked", "continue_parked"]
+__all__ = ["RunStream", "cancel_parked", "continue_parked", "drain"]
