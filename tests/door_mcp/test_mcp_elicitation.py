@@ -5,12 +5,17 @@ The scripted backend asks: ``/ask NAME {json}`` (a tool approval: the reply says
 "Approved (OUTCOME): ran NAME" or "Not approved (OUTCOME): did not run NAME") and
 ``/question TEXT`` or ``/question {"prompt", "schema"}`` (the reply repeats the answer,
 or says "No answer (OUTCOME)").
+
+The result's first text block is the agent's reply; an answer no person gave adds a text
+block saying who answered (the ask_fallback policy, an unusable answer), and
+``structuredContent["answers"]`` lists every answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 import pytest
@@ -61,10 +66,29 @@ class Hangs:
 
 
 async def ask(session: Any, sdk: Any, message: str, **options: Any) -> str:
-    """The reply text of one call, which must not be an error result."""
+    """The reply of one call (its first text block), which must not be an error result."""
     result = await session.call_tool("ask", {"message": message}, **options)
     assert not sdk.error(result), sdk.text(result)
-    return str(sdk.text(result))
+    return blocks(result)[0]
+
+
+def blocks(result: Any) -> list[str]:
+    """The text blocks of a result."""
+    return [str(getattr(block, "text", "")) for block in result.content]
+
+
+def structured(result: Any) -> Any:
+    """A result's structured content, under the SDK's spelling (1.x or 2.x)."""
+    if hasattr(result, "structuredContent"):
+        return result.structuredContent
+    return result.structured_content
+
+
+def answers_of(result: Any) -> list[dict[str, Any]]:
+    """``structuredContent["answers"]`` without the (random) question ids."""
+    records = (structured(result) or {}).get("answers", [])
+    assert all(record.pop("question_id").startswith("q-") for record in records), records
+    return records
 
 
 # -- a client that declared elicitation ----------------------------------------------------------
@@ -183,23 +207,93 @@ async def test_the_async_backend_asks_too(door_at: Any, sdk: Any) -> None:
 # -- a client without the capability: the door's ask_fallback policy ------------------------------
 
 
+NO_CAPABILITY = "no one could be asked here (the client did not declare the elicitation capability)"
+
+
 @pytest.mark.parametrize("policy", ["", "deny", "allow", "fail"])
 async def test_a_client_without_elicitation_gets_the_policy(door_at: Any, sdk: Any, outcomes: Any, policy: str) -> None:
+    """The ask_fallback policy answers, and the result says so: a text block naming each
+    question and its policy answer, and structuredContent["answers"] (how: policy)."""
     connect = door_at(*(["-o", f"mcp.ask_fallback={policy}"] if policy else []))
     async with connect() as session:
-        approval = await session.call_tool("ask", {"message": ASK_RM})
+        approval = await session.call_tool("ask", {"message": "/ask rm {}"})
         question = await session.call_tool("ask", {"message": "/question Colour?"})
         plain = await session.call_tool("ask", {"message": "hello"})
-    assert not sdk.error(plain) and sdk.text(plain).startswith("You said: hello")
+    assert not sdk.error(plain) and blocks(plain) == ["You said: hello (1 words, turn 1)"]
+    assert structured(plain) == {"reply": "You said: hello (1 words, turn 1)"}
     if policy == "fail":
-        for result in (approval, question):
-            assert sdk.error(result) and "nobody can answer" in sdk.text(result), sdk.text(result)
-        outcomes.wait_for(lambda r: r["message"] == ASK_RM and r["outcome"] == "RunFailed")
+        for result, asked in ((approval, "to run rm"), (question, '"Colour?"')):
+            assert sdk.error(result) and "nobody can answer" in blocks(result)[0], blocks(result)
+            assert blocks(result)[1:] == [
+                f"The agent asked {asked}; {NO_CAPABILITY}, so the server's ask_fallback policy (fail) ended the run."
+            ]
+        outcomes.wait_for(lambda r: r["message"] == "/ask rm {}" and r["outcome"] == "RunFailed")
         return
     assert not sdk.error(approval) and not sdk.error(question)
+    name = policy or "deny"
+    decision = "allow_once" if policy == "allow" else "reject_once"
     expected = "Approved (allow_once): ran rm" if policy == "allow" else "Not approved (reject_once): did not run rm"
-    assert sdk.text(approval) == expected
-    assert sdk.text(question) == "No answer (decline)"
+    assert blocks(approval) == [
+        expected,
+        f"The agent asked to run rm; {NO_CAPABILITY}, so the server's ask_fallback policy ({name}) answered {decision}.",
+    ]
+    assert structured(approval)["reply"] == expected
+    assert answers_of(approval) == [
+        {"kind": "approval", "prompt": "Allow the agent to run rm?", "tool": "rm", "outcome": decision, "how": "policy"}
+    ]
+    assert blocks(question) == [
+        "No answer (decline)",
+        f'The agent asked "Colour?"; {NO_CAPABILITY}, so the server\'s ask_fallback policy ({name}) answered decline.',
+    ]
+    assert answers_of(question) == [{"kind": "input", "prompt": "Colour?", "outcome": "decline", "how": "policy"}]
+
+
+async def test_a_stateless_http_client_is_told_the_policy_answered(sdk: Any, start_http_server: Any) -> None:
+    """Stateless HTTP keeps no session: the door does not know what the client declared,
+    cannot ask it, and says so (not that the client lacks the capability)."""
+    server = start_http_server("-o", "scripted.delay=0", "-o", "mcp.stateless=true")
+    person = Person()  # never asked
+    async with sdk.http(server.url, elicitation_callback=person) as session:
+        result = await session.call_tool("ask", {"message": "/ask rm {}"})
+    assert person.asked == [] and not sdk.error(result)
+    assert blocks(result) == [
+        "Not approved (reject_once): did not run rm",
+        "The agent asked to run rm; no one could be asked here (a stateless HTTP connection keeps no session, so the "
+        "client's capabilities are unknown), so the server's ask_fallback policy (deny) answered reject_once.",
+    ]
+    assert [record["how"] for record in answers_of(result)] == ["policy"]
+
+
+async def test_answers_a_person_gave_carry_no_policy_note(door_at: Any, sdk: Any) -> None:
+    """Answered by a person (elicitation): the result lists the answers (how: person) and
+    says nothing of a policy; an answer that cannot be used is said to be so."""
+    connect = door_at()
+    person = Person(
+        ("accept", {"decision": "allow_once"}),
+        ("decline", None),
+        ("accept", {"answer": "blue"}),
+        ("accept", {"decision": "maybe"}),  # not a choice
+    )
+    async with connect(elicitation_callback=person) as session:
+        results = [await session.call_tool("ask", {"message": message})
+                   for message in ("/ask rm {}", "/ask rm {}", "/question Colour?", "/ask rm {}")]
+    allowed, declined, answered, unusable = results
+    assert not any(sdk.error(result) for result in results)
+    assert blocks(allowed) == ["Approved (allow_once): ran rm"]
+    assert blocks(declined) == ["Not approved (reject_once): did not run rm"]
+    assert blocks(answered) == ['You answered {"answer": "blue"}']
+    records = [answers_of(result) for result in (allowed, declined, answered)]
+    assert all(record.pop("by", "").startswith("mcp") for [record] in records), records
+    assert records == [
+        [{"kind": "approval", "prompt": "Allow the agent to run rm?", "tool": "rm", "outcome": "allow_once", "how": "person"}],
+        [{"kind": "approval", "prompt": "Allow the agent to run rm?", "tool": "rm", "outcome": "reject_once", "how": "person"}],
+        [{"kind": "input", "prompt": "Colour?", "outcome": "accept", "value": {"answer": "blue"}, "how": "person"}],
+    ]
+    assert blocks(unusable) == [
+        "Not approved (reject_once): did not run rm",
+        "The agent asked to run rm; the client's answer could not be used, so the server answered reject_once.",
+    ]
+    assert [record["how"] for record in answers_of(unusable)] == ["policy"]
 
 
 # -- the client goes away while it is being asked ------------------------------------------------
@@ -265,3 +359,35 @@ async def test_a_2026_07_28_connection_gets_the_policy(sdk: Any) -> None:
     await asyncio.wait_for(serving, 30)
     assert reply == "Approved (allow_once): ran rm" and person.asked == []
     assert kernel.active_runs == 0
+
+
+MODERN = "no one could be asked here (the connection speaks MCP 2026-07-28, where the server cannot send the client a request)"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_default_2x_client_is_told_the_policy_answered(sdk: Any, start_http_server: Any, transport: str) -> None:
+    """SDK 2.x's ``Client`` (mode "auto", the default) negotiates 2026-07-28 and declares
+    elicitation; the door cannot ask it there, and the result says the policy answered."""
+    if sdk.major < 2:
+        pytest.skip("the 2026-07-28 revision needs the MCP SDK 2.x")
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    if transport == "http":
+        target: Any = start_http_server("-o", "scripted.delay=0").url
+    else:
+        argv = sdk.command("-o", "scripted.delay=0")
+        target = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+    person = Person()  # never asked
+    async with Client(target, elicitation_callback=person) as client:
+        assert client.session.protocol_version == "2026-07-28"
+        await client.list_tools()  # the client checks structuredContent against the outputSchema listed
+        result = await client.call_tool("ask", {"message": "/ask rm {}"})
+    assert person.asked == [] and not sdk.error(result)
+    assert blocks(result) == [
+        "Not approved (reject_once): did not run rm",
+        f"The agent asked to run rm; {MODERN}, so the server's ask_fallback policy (deny) answered reject_once.",
+    ]
+    assert answers_of(result) == [
+        {"kind": "approval", "prompt": "Allow the agent to run rm?", "tool": "rm", "outcome": "reject_once", "how": "policy"}
+    ]

@@ -105,25 +105,37 @@ async def handshake(driver: Any) -> None:
     await driver.send_bytes(jsonrpc.dumps(INITIALIZED).encode())
 
 
-def text_of(reply: dict[str, Any]) -> str:
+def blocks_of(reply: dict[str, Any]) -> list[str]:
+    """The text blocks of a tool result that is not an error."""
     assert "result" in reply, reply
     assert not reply["result"].get("isError"), reply
-    return "".join(block.get("text", "") for block in reply["result"]["content"])
+    return [block.get("text", "") for block in reply["result"]["content"]]
 
 
-async def answer_hostile(driver: Any, first_id: int) -> list[tuple[str, str]]:
-    """Each hostile answer to one call's question; (case, reply text) for those that went wrong."""
-    wrong: list[tuple[str, str]] = []
-    cases = [(name, make, "/ask rm {}", NOT_APPROVED) for name, make in HOSTILE.items()]
-    cases += [(name, make, "/question Colour?", "No answer (decline)") for name, make in HOSTILE_INPUT.items()]
+def text_of(reply: dict[str, Any]) -> str:
+    """The agent's reply: the result's first text block."""
+    return blocks_of(reply)[0]
+
+
+UNUSABLE = "the client's answer could not be used, so the server answered"
+
+
+async def answer_hostile(driver: Any, first_id: int) -> list[tuple[str, list[str]]]:
+    """Each hostile answer to one call's question; (case, the result's text blocks) for those
+    that went wrong. Each must be answered no, and the result must say the answer was unusable."""
+    wrong: list[tuple[str, list[str]]] = []
+    cases = [(name, make, "/ask rm {}", [NOT_APPROVED, f"The agent asked to run rm; {UNUSABLE} reject_once."])
+             for name, make in HOSTILE.items()]
+    cases += [(name, make, "/question Colour?", ["No answer (decline)", f'The agent asked "Colour?"; {UNUSABLE} decline.'])
+              for name, make in HOSTILE_INPUT.items()]
     for offset, (name, make, message, expected) in enumerate(cases):
         number = first_id + offset
         await driver.send_bytes(jsonrpc.dumps(call(number, message)).encode())
         asked = await next_request(driver, "elicitation/create")
         await driver.send_bytes(make(asked["id"]))
-        text = text_of(await reply_to(driver, f"call-{number}"))
-        if text != expected:
-            wrong.append((name, text))
+        got = blocks_of(await reply_to(driver, f"call-{number}"))
+        if got != expected:
+            wrong.append((name, got))
     return wrong
 
 
@@ -253,3 +265,46 @@ async def test_dropping_the_http_connection_while_asked_cancels_the_run(start_ht
                     assert message["result"]["content"][0]["text"] == "Approved (allow_once): ran deploy"
                     break
         assert question is not None
+
+
+# -- over streamable HTTP: a real client that gives up while it is asked ------------------------------
+
+GIVE_UPS = 8  # sessions: the end of each races the client's last messages (see below)
+GIVE_UP_AFTER = 2.0  # seconds: the client's read timeout (hosts often use 60, the TypeScript SDK's default)
+
+
+class NeverAnswers:
+    """An elicitation callback that never answers; ``asked`` is set once it was asked."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        self.asked.set()
+        await asyncio.Event().wait()
+
+
+async def test_a_client_that_gives_up_while_asked_leaves_no_traceback(sdk: Any, start_http_server: Any, outcomes: Any) -> None:
+    """The SDK client declares elicitation, is asked, never answers, and gives up on the call
+    when its read timeout expires (SDK 2.x then sends notifications/cancelled), then leaves:
+    its last messages (the cancel, its error answer to the open elicitation) race its DELETE.
+    Every run ends cancelled, the server keeps serving, and its output has no traceback."""
+    from onedoor_door_mcp.sdk import read_timeout
+
+    server = start_http_server("-o", "scripted.delay=0")
+    for number in range(GIVE_UPS):
+        person = NeverAnswers()
+        async with sdk.http(server.url, elicitation_callback=person) as session:
+            with pytest.raises(Exception) as gave_up:
+                await session.call_tool("ask", {"message": f"/ask deploy{number} {{}}"},
+                                        read_timeout_seconds=read_timeout(GIVE_UP_AFTER))
+            assert "timed out" in str(gave_up.value).lower(), gave_up.value
+            assert person.asked.is_set(), "the client gave up before the door asked it"
+    for number in range(GIVE_UPS):
+        record = outcomes.wait_for(lambda r, n=number: r["message"] == f"/ask deploy{n} {{}}")
+        assert record["stop_reason"] == "cancelled" and record["workers_alive"] == 0, record
+    async with sdk.http(server.url) as session:
+        after = await session.call_tool("ask", {"message": "still serving"})
+    assert sdk.text(after).startswith("You said: still serving") and not sdk.error(after)
+    output = server.log.read_text()
+    assert "Traceback" not in output and "Unexpected ASGI message" not in output, output[-4000:]

@@ -90,11 +90,19 @@ ELICITED = [
     'You answered {"answer": "green"}',
     "No answer (decline)",
 ]
+UNUSABLE = "The agent asked to run rm; the client's answer could not be used, so the server answered reject_once."
+NO_CAPABILITY = "no one could be asked here (the client did not declare the elicitation capability)"
 
 
 def check_elicit(result: dict[str, Any]) -> None:
-    assert [r["text"] for r in result["results"]] == ELICITED
-    assert not any(r["isError"] for r in result["results"])
+    results = result["results"]
+    assert [r["blocks"][0] for r in results] == ELICITED
+    assert not any(r["isError"] for r in results)
+    # Only the answer that could not be used is said to be so; a person gave the others.
+    assert [r["blocks"][1:] for r in results] == [[], [], [], [], [UNUSABLE], [], []]
+    hows = [[answer["how"] for answer in r["structured"]["answers"]] for r in results]
+    assert hows == [["person"], ["person"], ["person"], ["person"], ["policy"], ["person"], ["person"]]
+    assert results[5]["structured"]["answers"][0]["value"] == {"answer": "green"}
     first = result["asked"][0]
     assert "rm" in first["message"] and '"path": "/tmp/x"' in first["message"]
     decision = first["requestedSchema"]["properties"]["decision"]
@@ -111,6 +119,31 @@ def test_typescript_sdk_answers_questions_over_stdio(sdk: Any) -> None:
 
 def test_typescript_sdk_answers_questions_over_http(http_server: Any) -> None:
     check_elicit(node_client("http", http_server.url, "elicit"))
+
+
+def test_typescript_sdk_without_elicitation_is_told_the_policy_answered(http_server: Any) -> None:
+    result = node_client("http", http_server.url, "policy")
+    approval, question = result["approval"], result["question"]
+    assert approval["blocks"] == [
+        "Not approved (reject_once): did not run rm",
+        f"The agent asked to run rm; {NO_CAPABILITY}, so the server's ask_fallback policy (deny) answered reject_once.",
+    ]
+    assert [(a["tool"], a["outcome"], a["how"]) for a in approval["structured"]["answers"]] == [("rm", "reject_once", "policy")]
+    assert question["blocks"][1] == (
+        f'The agent asked "Which colour?"; {NO_CAPABILITY}, so the server\'s ask_fallback policy (deny) answered decline.'
+    )
+    assert [(a["kind"], a["outcome"], a["how"]) for a in question["structured"]["answers"]] == [("input", "decline", "policy")]
+
+
+def test_typescript_sdk_giving_up_while_asked_over_http(http_server: Any, outcomes: Any) -> None:
+    """The TS SDK gives up on a request after its timeout (60 s by default; 2 s here) and sends
+    notifications/cancelled: the run ends cancelled, the next call works, no traceback."""
+    result = node_client("http", http_server.url, "give-up", env={"TIMEOUT_MS": "2000"})
+    assert result["asked"] == 1 and "timed out" in result["error"].lower(), result
+    assert result["after"] == "You said: after giving up (3 words, turn 1)"
+    record = outcomes.wait_for(lambda r: r["message"] == "/ask deploy {}")
+    assert record["stop_reason"] == "cancelled" and record["workers_alive"] == 0, record
+    assert "Traceback" not in http_server.log.read_text()
 
 
 # -- the MCP Inspector CLI (exits 0 even when the tool result is an error) ----------------------

@@ -14,10 +14,18 @@ origins of its ``allowed_hosts`` / ``allowed_origins`` options (any, when
 by the transport (``ctx.endpoint`` is set), the SDK's own Host check is off, so the two
 cannot disagree; the app served alone (no transport) keeps the SDK's check, with
 loopback names and the listed hosts.
+
+A session can end while one of its requests is being handed to it: a client that gives up
+on a call leaves at once, and its last messages (``notifications/cancelled``, its error
+answer to an open elicitation) race its ``DELETE``. The SDK then fails the request after
+its ``202`` went out and tries to send a ``500`` as well; the door drops what comes after
+a finished response (:class:`_OneResponse`) and ends that request quietly (the SDK's own
+log records of it are quieted in :func:`onedoor_door_mcp.sdk.quiet_session_end`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
@@ -27,6 +35,8 @@ from onedoor.composition import AsgiMount, ServeContext
 from . import sdk
 from .options import McpOptions
 from .server import build
+
+log = logging.getLogger("onedoor.door.mcp")
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_BINDS = ("", "0.0.0.0", "::", "[::]")
@@ -99,7 +109,18 @@ class McpApp:
         if session is not None and not self.owners.allows(session, principal):
             await _unknown_session(send)  # another principal's session looks like no session
             return
-        send = self.owners.noting(principal, send)
+        response = _OneResponse(self.owners.noting(principal, send))
+        try:
+            await self._handle(scope, receive, response.send)
+        except Exception as exc:
+            if not sdk.is_session_end(exc):
+                raise
+            # The session ended while this request was handed to it (see the module's docstring).
+            log.debug("mcp: %s %s arrived as its session ended; dropped", scope.get("method"), scope.get("path"))
+            if not response.started:
+                await _unknown_session(response.send)
+
+    async def _handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("method") != "POST":
             await self.manager.handle_request(scope, receive, send)
             return
@@ -127,6 +148,27 @@ class McpApp:
             while (await receive())["type"] != "lifespan.shutdown":
                 pass
         await send({"type": "lifespan.shutdown.complete"})
+
+
+class _OneResponse:
+    """``send`` for one HTTP request that drops what the app sends after its response is
+    complete (the ASGI server would raise, and log a traceback)."""
+
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self.started = False
+        self.complete = False
+
+    async def send(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if self.complete and kind in ("http.response.start", "http.response.body"):
+            log.debug("mcp: dropped %s sent after the response was complete", kind)
+            return
+        if kind == "http.response.start":
+            self.started = True
+        elif kind == "http.response.body" and not message.get("more_body", False):
+            self.complete = True
+        await self._send(message)
 
 
 class SessionOwners:

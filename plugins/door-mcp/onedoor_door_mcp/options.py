@@ -28,9 +28,10 @@ class McpOptions:
     ask_fallback: Literal["deny", "allow", "fail"] = field(
         default="deny",
         metadata={
-            "help": "what the agent's questions get when the client cannot be asked (no elicitation capability): "
-            "deny (approvals rejected, questions declined), allow (approvals allowed once, questions declined) "
-            "or fail (the call ends with an error)"
+            "help": "what the agent's questions get when the client cannot be asked (no elicitation capability, "
+            "a 2026-07-28 connection, stateless HTTP): deny (approvals rejected, questions declined), allow "
+            "(approvals allowed once, questions declined) or fail (the call ends with an error); the result says "
+            "the policy answered"
         },
     )
 

@@ -27,11 +27,14 @@ Differences handled here:
   on 1.x the door cancels the session's runs itself (:class:`SessionScope`);
 - unknown request methods: 1.x answers -32602 for a method outside its request union,
   so the door answers -32601 itself (:func:`is_unknown_method`);
-- the streamable HTTP session manager's constructor arguments;
+- the streamable HTTP session manager's constructor arguments, and the records both SDKs
+  log with a traceback when a session ends while one of its requests is handed over
+  (:func:`quiet_session_end`);
 - asking the client (:class:`Peer`): the client's capabilities (``client_params`` on
   1.x, ``client_capabilities`` on 2.x, where a 2026-07-28 connection has no back-channel
   for server requests) and ``elicitation/create`` tied to the tool call's request
-  (``ServerRequest`` wrapper on 1.x, snake_case fields on 2.x).
+  (``ServerRequest`` wrapper on 1.x, snake_case fields on 2.x); on 1.x the session's
+  pending requests are iterated over a snapshot when it ends (:class:`_PendingRequests`).
 """
 
 from __future__ import annotations
@@ -162,18 +165,27 @@ class Peer:
     @property
     def can_elicit(self) -> bool:
         """The client declared form-mode elicitation and this connection can carry a server request."""
+        return self.why_not_asked is None
+
+    @property
+    def why_not_asked(self) -> str | None:
+        """Why this client cannot be asked (None when it can), in words for the tool result."""
         caps = self.capabilities()
+        if caps is None:  # no initialize on this connection: stateless HTTP keeps no session
+            return "a stateless HTTP connection keeps no session, so the client's capabilities are unknown"
         elicitation = getattr(caps, "elicitation", None)
         if elicitation is None:
-            return False
+            return "the client did not declare the elicitation capability"
         # ``elicitation: {}`` (before 2025-11-25) means form mode; ``{url: {}}`` alone does not.
         if getattr(elicitation, "form", None) is None and getattr(elicitation, "url", None) is not None:
-            return False
+            return "the client declared URL-mode elicitation only, and the questions are forms"
         if MAJOR >= 2:
             version = getattr(self.session, "protocol_version", "")
-            if version in _modern_versions() or not getattr(self.session, "can_send_request", True):
-                return False  # 2026-07-28: no server-initiated requests (multi-round-trip instead)
-        return True
+            if version in _modern_versions():  # no server-initiated requests (multi-round-trip instead)
+                return f"the connection speaks MCP {version}, where the server cannot send the client a request"
+            if not getattr(self.session, "can_send_request", True):
+                return "the connection cannot carry a request from the server to the client"
+        return None
 
     @property
     def client_name(self) -> str:
@@ -193,10 +205,29 @@ class Peer:
         else:
             params = types.ElicitRequestFormParams(message=message, requestedSchema=schema, _meta=meta)  # type: ignore[arg-type]
             request = types.ServerRequest(types.ElicitRequest(params=params))
+            _snapshot_pending(self.session)
         result = await self.session.send_request(
             request, types.ElicitResult, metadata=ServerMessageMetadata(related_request_id=self.request_id)
         )
         return result.action, result.content
+
+
+class _PendingRequests(dict):  # type: ignore[type-arg]
+    """A 1.x session's pending server requests, iterated over a snapshot.
+
+    When a 1.x session's input ends, it fails each pending request while iterating this
+    dict, and a request whose task wakes meanwhile (a cancelled elicitation) removes its
+    entry: "dictionary changed size during iteration" crashes the session with a traceback.
+    """
+
+    def items(self) -> Any:
+        return list(super().items())
+
+
+def _snapshot_pending(session: Any) -> None:
+    pending = getattr(session, "_response_streams", None)
+    if type(pending) is dict:  # swapped before any await: no entry can be lost
+        session._response_streams = _PendingRequests(pending)
 
 
 def _modern_versions() -> tuple[str, ...]:
@@ -559,6 +590,50 @@ def read_timeout(seconds: float) -> Any:
 # -- streamable HTTP ----------------------------------------------------------------------
 
 
+def is_session_end(exc: BaseException) -> bool:
+    """``exc`` says the session's streams were closed under a request: the session ended
+    (a DELETE, the server stopping) while the request was handed to it."""
+    import anyio
+
+    closed = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+    if isinstance(exc, BaseExceptionGroup):
+        return all(is_session_end(inner) for inner in exc.exceptions)
+    return isinstance(exc, closed)
+
+
+# What the SDKs log, as errors, of a session that ends under a request; nothing is wrong.
+_STREAMABLE_LOGGER = "mcp.server.streamable_http"  # a traceback: the streams were closed (both SDKs)
+_SERVER_LOGGER = "mcp.server.lowlevel.server"  # 1.x: a late answer to a request the server gave up
+_LATE_ANSWER = "Received response with an unknown request ID"
+
+
+class _SessionEndFilter(logging.Filter):
+    """Turns the SDKs' error records of a session that ended under a request into one
+    debug line on the door's logger; every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if record.name == _STREAMABLE_LOGGER and exc is not None and is_session_end(exc):
+            log.debug("mcp: %s (%s: the session ended)", record.getMessage(), type(exc).__name__)
+            return False
+        if record.name == _SERVER_LOGGER and _LATE_ANSWER in record.getMessage():
+            log.debug("mcp: a late answer to a request the server no longer waits for was dropped")
+            return False
+        return True
+
+
+_QUIET = _SessionEndFilter()
+
+
+def quiet_session_end() -> None:
+    """Install :class:`_SessionEndFilter` on the SDK's loggers (once; idempotent)."""
+    for name in (_STREAMABLE_LOGGER, _SERVER_LOGGER):
+        logger = logging.getLogger(name)
+        if _QUIET not in logger.filters:
+            logger.addFilter(_QUIET)
+
+
+
 def session_manager(
     server: Any, *, stateless: bool, hosts: list[str], origins: list[str], protect: bool, max_body: int
 ) -> Any:
@@ -566,6 +641,7 @@ def session_manager(
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
 
+    quiet_session_end()
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=protect, allowed_hosts=hosts, allowed_origins=origins
     )

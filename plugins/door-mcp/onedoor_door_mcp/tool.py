@@ -8,7 +8,8 @@ call can still stop the backend properly (``run.cancel()``, then wait for the en
 The agent's questions (tool approvals, free-form questions) go to the client as
 elicitation within the call when it declared the capability (:mod:`.elicit`); the run
 waits meanwhile, so no progress goes out until the answer came. Otherwise the door's
-``ask_fallback`` policy answers them.
+``ask_fallback`` policy answers them. The result lists every answer and says in words
+which ones no person gave (:mod:`.answers`).
 
 A call may run on a stored thread (``thread`` / ``new_thread``, :mod:`.threads`), owned
 by the caller's principal (the HTTP request's, else ``local``): the kernel reads the
@@ -25,10 +26,20 @@ from typing import Any
 from onedoor.askers import Asker, PolicyAsker
 from onedoor.composition import ServeContext
 from onedoor.errors import RunRefused
-from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta, ToolFinished, ToolStarted
+from onedoor.events import (
+    STOP_CANCELLED,
+    QuestionAnswered,
+    QuestionAsked,
+    RunFailed,
+    RunFinished,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
 from onedoor.jsonrpc import INVALID_PARAMS
 from onedoor.kernel import Kernel
 
+from .answers import ANSWERS_SCHEMA, AnswerLog
 from .elicit import live_asker
 from .sdk import Outcome, Peer, Progress, ProtocolError, current_session
 from .threads import (
@@ -119,7 +130,7 @@ class AskTool:
                 "title": "Ask the agent",
                 "description": self.description,
                 "inputSchema": input_schema(),
-                "outputSchema": output_schema(),
+                "outputSchema": _output_schema(),
                 "annotations": {"title": "Ask the agent", "readOnlyHint": False, "openWorldHint": True},
             }
         ]
@@ -153,9 +164,14 @@ class AskTool:
 
     def asker_for(self, peer: Peer | None) -> Asker:
         """Elicitation for a client that declared it; the ``ask_fallback`` policy otherwise."""
-        if peer is not None and peer.can_elicit:
-            return live_asker(peer)
-        return PolicyAsker(self.ask_fallback)
+        return self._asking(peer)[0]
+
+    def _asking(self, peer: Peer | None) -> tuple[Asker, AnswerLog]:
+        """The run's asker, and the log of its answers (which knows why the client cannot be asked)."""
+        cannot_ask = "nobody is connected who can answer" if peer is None else peer.why_not_asked
+        if peer is not None and cannot_ask is None:
+            return live_asker(peer), AnswerLog(None, self.ask_fallback)
+        return PolicyAsker(self.ask_fallback), AnswerLog(cannot_ask, self.ask_fallback)
 
     async def call(self, name: str, arguments: Any, progress: Progress | None, peer: Peer | None = None) -> Outcome:
         if name != self.name:
@@ -173,10 +189,11 @@ class AskTool:
                 thread = await open_thread(self.kernel.store, principal, request.thread, request.new_thread)
             except ThreadProblem as exc:
                 return Outcome(f"Cannot use the thread: {exc}", is_error=True)
+        asker, answers = self._asking(peer)
         try:
             run = self.kernel.run(
                 request.message, history=None if thread is not None else request.history, thread=thread,
-                principal=principal, door=self.door, asker=self.asker_for(peer),
+                principal=principal, door=self.door, asker=asker,
             )
         except RunRefused as exc:
             if thread is not None and request.new_thread:
@@ -187,7 +204,7 @@ class AskTool:
         session = current_session()
         if session is not None:
             session.add(run.cancel)
-        consumer = asyncio.ensure_future(self._consume(run, progress, thread.id if thread is not None else None))
+        consumer = asyncio.ensure_future(self._consume(run, progress, answers, thread.id if thread is not None else None))
         gone = peer.gone if peer is not None else None
         watcher = asyncio.ensure_future(_cancel_when(gone, run)) if gone is not None else None
 
@@ -208,15 +225,21 @@ class AskTool:
             await _wait_shielded(consumer)
             raise
 
-    async def _consume(self, run: Any, progress: Progress | None, thread_id: str | None) -> Outcome:
-        outcome = await self._events(run, progress)
+    async def _consume(self, run: Any, progress: Progress | None, answers: AnswerLog, thread_id: str | None) -> Outcome:
+        outcome = await self._events(run, progress, answers)
         if thread_id is not None:  # the thread is named on every outcome, so the caller can go on
-            outcome.notes = (thread_note(thread_id),)
+            outcome.notes = (*outcome.notes, thread_note(thread_id))
             if outcome.structured is not None:
                 outcome.structured["thread"] = thread_id
+        if answers.answers:  # who answered the agent's questions, on every outcome
+            note = answers.note()
+            if note is not None:
+                outcome.notes = (*outcome.notes, note)
+            if outcome.structured is not None:
+                outcome.structured["answers"] = answers.records()
         return outcome
 
-    async def _events(self, run: Any, progress: Progress | None) -> Outcome:
+    async def _events(self, run: Any, progress: Progress | None, answers: AnswerLog) -> Outcome:
         sending = progress is not None
         async with run:
             async for event in run:
@@ -237,6 +260,10 @@ class AskTool:
                             run, progress, f"[tool {event.name} {mark} {_short(event.result)}]\n",
                             {META_KIND: "tool_finished", "call_id": event.call_id, "name": event.name, "is_error": event.is_error},
                         )
+                elif kind is QuestionAsked:
+                    answers.asked(event.question)
+                elif kind is QuestionAnswered:
+                    answers.answered(event.answer)
                 elif kind is RunFinished:
                     if event.stop_reason == STOP_CANCELLED:
                         return Outcome(f"The run was cancelled. Partial reply: {event.text}", is_error=True)
@@ -254,6 +281,13 @@ class AskTool:
             return True
         except Exception:  # noqa: BLE001 - the client's stream is gone: finish the run quietly
             return False
+
+
+def _output_schema() -> dict[str, Any]:
+    """The structured content of a successful call: the reply, its thread, who answered the agent's questions."""
+    schema = output_schema()
+    schema["properties"]["answers"] = ANSWERS_SCHEMA
+    return schema
 
 
 async def _cancel_when(gone: Any, run: Any) -> None:

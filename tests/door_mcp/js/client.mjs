@@ -6,7 +6,11 @@
 // Scenarios: "ask" (list tools, one call with progress, one failing call), "cancel"
 // (abort a streaming call after its first progress notification, then call again) and
 // "elicit" (a client with the elicitation capability answers the agent's questions from a
-// script: approve, decline, cancel, an answer that is not a choice, a free-form answer) and
+// script: approve, decline, cancel, an answer that is not a choice, a free-form answer; the
+// SDK checks each result's structuredContent, which lists the answers, against the
+// outputSchema), "policy" (a client without the capability: the server's policy answers),
+// "give-up" (a client that never answers the question and gives up on the call after
+// TIMEOUT_MS, the SDK's request timeout: 60 s unless set, then calls again) and
 // "thread" (start a stored thread, continue it, try an unknown one; the SDK checks each
 // result's structuredContent against the tool's outputSchema).
 // Prints one JSON object on stdout.
@@ -16,6 +20,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, target, scenario, token] = process.argv.slice(2);
+const TIMEOUT_MS = Number(process.env.TIMEOUT_MS || 60000);
 
 function transportFor() {
   if (mode === "stdio") {
@@ -27,6 +32,9 @@ function transportFor() {
 }
 
 const text = (result) => result.content.map((c) => c.text ?? "").join("");
+const described = (r) => ({
+  blocks: r.content.map((c) => c.text ?? ""), isError: r.isError ?? false, structured: r.structuredContent ?? null,
+});
 
 async function ask(client) {
   const tools = (await client.listTools()).tools;
@@ -86,12 +94,35 @@ async function elicit(client) {
     asked.push({ message, requestedSchema, question: _meta?.["onedoor/question"] ?? null });
     return replies.shift();
   });
-  const texts = [];
+  await client.listTools(); // the SDK validates results against the output schemas it listed
+  const results = [];
   for (const [message] of ELICIT_SCRIPT) {
-    const result = await client.callTool({ name: "ask", arguments: { message } });
-    texts.push({ text: text(result), isError: result.isError ?? false });
+    results.push(described(await client.callTool({ name: "ask", arguments: { message } })));
   }
-  return { asked, results: texts };
+  return { asked, results };
+}
+
+async function policy(client) {
+  await client.listTools();
+  const approval = await client.callTool({ name: "ask", arguments: { message: "/ask rm {}" } });
+  const question = await client.callTool({ name: "ask", arguments: { message: "/question Which colour?" } });
+  return { approval: described(approval), question: described(question) };
+}
+
+async function giveUp(client) {
+  let asked = 0;
+  client.setRequestHandler(ElicitRequestSchema, async () => {
+    asked += 1;
+    return new Promise(() => {}); // nobody answers
+  });
+  let error = null;
+  try {
+    await client.callTool({ name: "ask", arguments: { message: "/ask deploy {}" } }, CallToolResultSchema, { timeout: TIMEOUT_MS });
+  } catch (exc) {
+    error = String(exc);
+  }
+  const after = await client.callTool({ name: "ask", arguments: { message: "after giving up" } });
+  return { asked, error, after: text(after) };
 }
 
 async function thread(client) {
@@ -105,10 +136,10 @@ async function thread(client) {
   return { started: shown(started), continued: shown(continued), unknown: shown(unknown), stateless: shown(stateless) };
 }
 
-const capabilities = scenario === "elicit" ? { elicitation: { form: {} } } : {};
+const capabilities = scenario === "elicit" || scenario === "give-up" ? { elicitation: { form: {} } } : {};
 const client = new Client({ name: "onedoor-node-test", version: "1.0.0" }, { capabilities });
 const transport = transportFor();
-const scenarios = { ask, cancel, elicit, thread };
+const scenarios = { ask, cancel, elicit, policy, "give-up": giveUp, thread };
 if (!scenarios[scenario]) throw new Error(`unknown scenario ${scenario}`);
 await client.connect(transport);
 const out = await scenarios[scenario](client);
