@@ -13,9 +13,9 @@ from typing import Any, Callable
 
 import pytest
 from hostile_jsonrpc_support import ChannelDriver, StdioDriver
-from onedoor import jsonrpc
 from onedoor.composition import ServeContext
 from onedoor.testing import channel_pair, hostile, scripted_kernel
+from onedoor.wire import jsonrpc
 from onedoor_door_mcp import McpOptions, door
 from onedoor_test_support import Recorder, await_for
 

@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 import pytest
-from onedoor.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from onedoor.wire.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from onedoor.sqlite_store import SQLiteThreadStore
+from onedoor.threads.sqlite import SQLiteThreadStore
 
 pytestmark = pytest.mark.timeout(120)
 

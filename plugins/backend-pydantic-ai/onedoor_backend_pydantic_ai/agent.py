@@ -11,7 +11,6 @@ leaves ``run_stream_events``, which cancels the run and closes the model request
 
 from __future__ import annotations
 
-import importlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterator, Sequence
@@ -33,28 +32,8 @@ from onedoor import (
 from onedoor.questions import Answer, Question, closing_answer
 
 from .history import to_model_messages
+from .loading import load_agent
 from .options import PydanticAIOptions
-
-
-def load_agent(target: str) -> Any:
-    """Import ``module:attribute``; call it if it is a factory rather than an Agent."""
-    from pydantic_ai.agent import AbstractAgent
-
-    module_name, _, attr = target.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise RuntimeError(f"cannot import {module_name!r} for agent {target!r}: {exc}") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise RuntimeError(f"module {module_name!r} has no attribute {attr!r}") from None
-    if not isinstance(obj, AbstractAgent) and callable(obj):
-        obj = obj()
-    if not isinstance(obj, AbstractAgent):
-        raise RuntimeError(f"{target!r} is {type(obj).__name__}, not a pydantic-ai Agent")
-    return obj
 
 
 class PydanticAIAgent:

@@ -49,7 +49,7 @@ class PydanticAIOptions:
                 raise ValueError(f"agent must look like module:attribute, got {self.agent!r}")
             if self.base_url:
                 raise ValueError("base_url applies to model, not to an agent you build yourself")
-            from .agent import load_agent  # imports pydantic_ai: fine at start-up, not at import
+            from .loading import load_agent  # imports pydantic_ai: fine at start-up, not at import
 
             try:
                 load_agent(self.agent)

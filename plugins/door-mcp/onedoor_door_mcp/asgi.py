@@ -30,7 +30,7 @@ from collections import OrderedDict
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
-from onedoor.composition import AsgiMount, ServeContext
+from onedoor import AsgiMount, ServeContext
 
 from . import sdk
 from .options import McpOptions

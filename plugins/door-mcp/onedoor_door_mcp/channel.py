@@ -25,9 +25,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from onedoor import jsonrpc
-from onedoor.composition import ChannelClosed, MessageTooLarge
-from onedoor.kernel import Kernel
+from onedoor import ChannelClosed, Kernel, MessageTooLarge
+from onedoor.wire import jsonrpc
 
 from . import sdk
 from .options import McpOptions
@@ -162,7 +161,7 @@ class ChannelSession:
         """The server's open requests that a refused message leaves without an answer: the
         one it answered, if it was a response; every one, if it could not be read far
         enough to tell (no id); none, if it was a request."""
-        from onedoor.wire import WireError, decode_json
+        from onedoor import WireError, decode_json
 
         refused_id = reply.get("id")
         if refused_id is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
-from onedoor import jsonrpc
+from onedoor.wire import jsonrpc
 
 
 @asynccontextmanager

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onedoor.composition import ServeContext
+from onedoor import ServeContext
 
 from .options import McpOptions
 

@@ -31,8 +31,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from onedoor.askers import LiveAsker
-from onedoor.questions import APPROVAL, Answer, Question
+from onedoor import APPROVAL, Answer, LiveAsker, Question
 
 DECISION = "decision"
 META_KEY = "onedoor/question"

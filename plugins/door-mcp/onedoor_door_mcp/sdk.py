@@ -50,7 +50,7 @@ from typing import Any, Awaitable, Callable
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
-from onedoor import jsonrpc
+from onedoor.wire import jsonrpc
 
 SDK_VERSION = _dist_version("mcp")
 MAJOR = int(SDK_VERSION.split(".")[0])

@@ -6,7 +6,7 @@ import logging
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from onedoor.kernel import Kernel
+from onedoor import Kernel
 
 from . import sdk
 from .options import McpOptions

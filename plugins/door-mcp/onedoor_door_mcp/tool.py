@@ -23,21 +23,22 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from onedoor.askers import Asker, PolicyAsker
-from onedoor.composition import ServeContext
-from onedoor.errors import RunRefused
-from onedoor.events import (
+from onedoor import (
     STOP_CANCELLED,
+    Asker,
+    Kernel,
+    PolicyAsker,
     QuestionAnswered,
     QuestionAsked,
     RunFailed,
     RunFinished,
+    RunRefused,
+    ServeContext,
     TextDelta,
     ToolFinished,
     ToolStarted,
 )
-from onedoor.jsonrpc import INVALID_PARAMS
-from onedoor.kernel import Kernel
+from onedoor.wire.jsonrpc import INVALID_PARAMS
 
 from .answers import ANSWERS_SCHEMA, AnswerLog
 from .elicit import live_asker
