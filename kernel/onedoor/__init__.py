@@ -46,8 +46,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["WireError", "decode_json", "decode_json_object", "encode_json", "encode_json_text"], "onedoor.wire"),
     **dict.fromkeys(
         [
-            "APPROVAL", "INPUT", "POLICIES", "Answer", "Asker", "LiveAsker", "PolicyAsker", "Question", "QuestionError",
-            "SuspendAsker",
+            "APPROVAL", "INPUT", "POLICIES", "Answer", "AskFallback", "Asker", "LiveAsker", "PolicyAsker", "Question",
+            "QuestionError", "SuspendAsker",
         ],
         "onedoor.questions",
     ),
@@ -72,8 +72,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [  # every name of _EXPORTS (a test checks they agree)
-    "__version__", "APPROVAL", "Answer", "AsgiDoor", "AsgiMount", "Asker", "Backend", "CancelToken", "Channel",
-    "ChannelClosed", "ChannelDoor", "CompositionError", "ContractViolation", "Cursor", "CursorError",
+    "__version__", "APPROVAL", "Answer", "AsgiDoor", "AsgiMount", "AskFallback", "Asker", "Backend", "CancelToken",
+    "Channel", "ChannelClosed", "ChannelDoor", "CompositionError", "ContractViolation", "Cursor", "CursorError",
     "CursorExpired", "Endpoint", "Event", "INPUT", "Kernel", "LOCAL_PRINCIPAL", "Limits", "LiveAsker", "Message",
     "MessageTooLarge", "OnedoorError", "OptionsError", "POLICIES", "PluginError", "PolicyAsker", "Question",
     "QuestionAnswered", "QuestionAsked", "QuestionError", "ReasoningDelta", "RpcDoor", "RunContext", "RunFailed",
@@ -149,6 +149,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
         POLICIES,
         Answer,
         Asker,
+        AskFallback,
         LiveAsker,
         PolicyAsker,
         Question,

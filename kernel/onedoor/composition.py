@@ -179,7 +179,7 @@ class ServeContext:
     @staticmethod
     def principal_of(scope: Any) -> str:
         """Who is calling, for an ASGI ``scope`` the transport let through: the principal
-        its token names (a tokens file), else ``"local"``, the one principal of a server
+        its token names (a tokens file), else ``LOCAL`` (``"local"``), the one principal of a server
         without tokens or with one token (and of stdio and SLIM doors)."""
         return principal_of(scope)
 

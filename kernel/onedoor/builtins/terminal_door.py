@@ -43,7 +43,7 @@ from ..events import (
 )
 from ..kernel import Kernel
 from ..port import Message
-from ..questions import POLICIES, LiveAsker, PolicyAsker
+from ..questions import AskFallback, LiveAsker, PolicyAsker, check_policy
 from .console import StandingAnswers, ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_terminal
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ async def _read_at_prompt(channel: Any) -> str | None:
 class TerminalOptions:
     show_tools: bool = field(default=True, metadata={"help": "show tool calls in the conversation"})
     show_reasoning: bool = field(default=False, metadata={"help": "show the agent's reasoning"})
-    ask_fallback: str = field(
+    ask_fallback: AskFallback = field(
         default="deny",
         metadata={"help": "the agent's questions when nobody can answer at a terminal (stdin not a TTY): "
                           "deny (approvals rejected, questions declined), allow (approvals allowed once, "
@@ -85,8 +85,7 @@ class TerminalOptions:
     )
 
     def __post_init__(self) -> None:
-        if self.ask_fallback not in POLICIES:
-            raise ValueError(f"ask_fallback must be one of {', '.join(POLICIES)}; got {self.ask_fallback!r}")
+        check_policy(self.ask_fallback)
 
 
 class TerminalDoor:

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import OnedoorError
+from ..questions import POLICIES
 
 # `onedoor run`'s options, as the typer command declares them (tests check both agree).
 RUN_VALUE_OPTIONS = {
     "-b": "backend", "--backend": "backend", "-o": "option", "--option": "option", "--config": "config",
     "--ask-fallback": "ask_fallback",
 }
-ASK_FALLBACKS = ("deny", "allow", "fail")
+ASK_FALLBACKS = POLICIES
 RUN_FLAGS = {"--json": "json_lines", "--reasoning": "reasoning"}
 
 

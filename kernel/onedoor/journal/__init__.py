@@ -42,7 +42,7 @@ from .cursors import (
     parse_cursor,
     read_cursor,
 )
-from .local import ON_DISCONNECT, Journaled, Journals, RunJournal
+from .local import ON_DISCONNECT, Journaled, Journals, OnDisconnect, RunJournal
 from .shared import (
     LEASE_RENEW,
     LEASE_TTL,
@@ -57,6 +57,6 @@ from .shared import (
 
 __all__ = [
     "CURSOR_PATTERN", "LEASE_RENEW", "LEASE_TTL", "ON_DISCONNECT", "RUN_ID", "RUN_ID_PATTERN", "SERVER_ID", "STOPPED",
-    "Cursor", "CursorError", "CursorExpired", "JournalPage", "JournalWriter", "Journaled", "Journals", "RemoteJournal",
+    "Cursor", "CursorError", "CursorExpired", "JournalPage", "JournalWriter", "Journaled", "Journals", "OnDisconnect", "RemoteJournal",
     "RunJournal", "SharedJournalStore", "parse_cursor", "read_cursor", "shared_store",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from typing import Any, AsyncIterator, Protocol
+from typing import Any, AsyncIterator, Literal, Protocol, get_args
 
 from ..events import STOP_SUSPENDED, Event, RunFailed, RunFinished
 from ..limits import Limits
@@ -29,7 +29,8 @@ class Journaled(Protocol):
 
     async def __aexit__(self, *exc: Any) -> None: ...
 
-ON_DISCONNECT = ("cancel", "finish")
+OnDisconnect = Literal["cancel", "finish"]  # the type of a door's on_disconnect option
+ON_DISCONNECT: tuple[str, ...] = get_args(OnDisconnect)
 
 
 class RunJournal:

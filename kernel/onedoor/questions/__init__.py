@@ -37,10 +37,21 @@ from ._model import (
     new_question_id,
     policy_answer,
 )
-from .askers import POLICIES, SILENT_DENY, Asker, LiveAsker, PolicyAsker, SuspendAsker, coerce_answer, from_approver
+from .askers import (
+    POLICIES,
+    SILENT_DENY,
+    Asker,
+    AskFallback,
+    LiveAsker,
+    PolicyAsker,
+    SuspendAsker,
+    check_policy,
+    coerce_answer,
+    from_approver,
+)
 
 __all__ = [
     "APPROVAL", "APPROVAL_OUTCOMES", "HOW", "INPUT", "INPUT_OUTCOMES", "POLICIES", "SILENT_DENY", "Answer", "Asker",
-    "LiveAsker", "PolicyAsker", "Question", "QuestionError", "SuspendAsker", "check_answer", "check_form_schema", "clip",
+    "AskFallback", "LiveAsker", "PolicyAsker", "check_policy", "Question", "QuestionError", "SuspendAsker", "check_answer", "check_form_schema", "clip",
     "closing_answer", "coerce_answer", "form_problem", "from_approver", "new_question_id", "policy_answer",
 ]

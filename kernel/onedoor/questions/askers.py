@@ -32,18 +32,26 @@
 
 With an asker, the run's stream carries ``QuestionAsked`` before each question reaches
 the door's side and ``QuestionAnswered`` once it is answered, whoever answered it. A door
-that passes no asker gets neither event, and every question is answered no (as before
-questions existed); the deprecated ``approver=`` is wrapped in a ``LiveAsker``.
+that passes no asker gets neither event, and every question is answered no; the older
+``approver=`` of ``kernel.run`` is wrapped in a ``LiveAsker``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Literal, get_args
 
 from ._model import APPROVAL, Answer, Question, policy_answer
 
-POLICIES = ("deny", "allow", "fail")
+AskFallback = Literal["deny", "allow", "fail"]  # the type of every door's ``ask_fallback`` option
+POLICIES: tuple[str, ...] = get_args(AskFallback)
+
+
+def check_policy(value: Any, name: str = "ask_fallback") -> str:
+    """``value`` if it is a policy; ValueError naming ``name`` otherwise (for Options checks)."""
+    if value not in POLICIES:
+        raise ValueError(f"{name} must be one of {', '.join(POLICIES)}; got {value!r}")
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -64,8 +72,7 @@ class PolicyAsker:
     emit_events: bool = True
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {self.policy!r}")
+        check_policy(self.policy, "policy")
 
 
 Asker = LiveAsker | SuspendAsker | PolicyAsker
@@ -100,4 +107,4 @@ def coerce_answer(question: Question, raw: Any) -> Answer:
     raise TypeError(f"an asker returned {type(raw).__name__}; expected an Answer, a bool or an outcome string")
 
 
-__all__ = ["Asker", "LiveAsker", "POLICIES", "PolicyAsker", "SuspendAsker", "coerce_answer", "from_approver"]
+__all__ = ["AskFallback", "Asker", "LiveAsker", "POLICIES", "check_policy", "PolicyAsker", "SuspendAsker", "coerce_answer", "from_approver"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from onedoor.questions import AskFallback, check_policy
+
 
 @dataclass
 class AcpOptions:
@@ -26,7 +28,7 @@ class AcpOptions:
         metadata={"help": "ask: tools that need approval ask the editor; allow: approve without asking"},
     )
 
-    ask_fallback: str = field(
+    ask_fallback: AskFallback = field(
         default="deny",
         metadata={"help": "free-form questions to an editor without elicitation: deny or allow (both decline), "
                           "or fail (the prompt ends with an error)"},
@@ -35,8 +37,7 @@ class AcpOptions:
     def __post_init__(self) -> None:
         if self.permissions not in ("ask", "allow"):
             raise ValueError("permissions must be 'ask' or 'allow'")
-        if self.ask_fallback not in ("deny", "allow", "fail"):
-            raise ValueError("ask_fallback must be 'deny', 'allow' or 'fail'")
+        check_policy(self.ask_fallback)
 
 
 class AcpDoor:

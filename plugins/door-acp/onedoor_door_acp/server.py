@@ -172,7 +172,7 @@ class AcpServer:
         self.kernels = {ctx.kernel.backend.name: ctx.kernel}
         legacy = SessionStore(data_dir(options.data_dir) / DB_NAME)
         self.sessions: SessionManager | ThreadSessions
-        if ctx.kernel.store is None:  # --store none: the door keeps sessions itself, as before threads
+        if ctx.kernel.store is None:  # --store none: the door keeps sessions in its own file
             self.sessions = SessionManager(legacy, ctx.kernel.backend.name)
         else:
             self.sessions = ThreadSessions(ctx.kernel.store, legacy, ctx.kernel.backend.name)

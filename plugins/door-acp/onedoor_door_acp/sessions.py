@@ -2,7 +2,7 @@
 
 With a thread store (the default of ``onedoor serve`` and ``onedoor acp``) sessions are
 threads: see :mod:`.thread_sessions`. Without one (``--store none``) this module keeps
-them as before threads: a session is its id, working directory, title, backend, history
+them in ACP's own file: a session is its id, working directory, title, backend, history
 (a list of onedoor history messages, plain dicts) and settings (e.g. tools always
 allowed), one row of ``acp-sessions.sqlite3`` in the data directory
 (:func:`onedoor.threads.stores.data_dir`). The manager saves a session on every change and

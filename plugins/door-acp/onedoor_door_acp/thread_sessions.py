@@ -14,7 +14,7 @@ and appends what the agent had said, marked as the kernel marks it (``[reply
 interrupted: the server stopped]``): kill -9 loses no completed turn and no prompt, and
 ``session/load`` shows the cut-short reply as such.
 
-Sessions of ``acp-sessions.sqlite3`` from before threads are moved into the store on
+Sessions kept in ``acp-sessions.sqlite3`` (``--store none``, or an older version) move into the store on
 the first start (same ids), then removed from that file.
 """
 
@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from onedoor import LOCAL_PRINCIPAL, Message
-from onedoor.threads import Thread, ThreadError, append_turn, check_thread_id
+from onedoor.threads import Thread, ThreadDesk, ThreadError, append_turn, check_thread_id
 
 from .sessions import PAGE_SIZE, Session, SessionPage, SessionStore, UnknownSession
 from .thread_state import ThreadState, ThreadStateTable
@@ -131,14 +131,11 @@ class ThreadSessions:
         return moved
 
     async def _migrate_one(self, old: Session) -> bool:
-        try:
-            thread = await self.store.create(PRINCIPAL, title=old.title, thread_id=old.id)
+        try:  # an earlier start may have made it, then stopped
+            thread, _ = await ThreadDesk(self.store).open(PRINCIPAL, old.id, create=True, title=old.title)
         except ThreadError as exc:
-            existing = await self.store.get(PRINCIPAL, old.id) if exc.reason == "conflict" else None
-            if existing is None:
-                log.warning("acp: session %s cannot become a thread: %s", old.id, exc)
-                return False
-            thread = existing  # an earlier start created it, then stopped
+            log.warning("acp: session %s cannot become a thread: %s", old.id, exc)
+            return False
         if thread.version == 0 and old.history:
             try:
                 await self.store.append(PRINCIPAL, thread.id, _messages(old.history), expected_version=0)

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from onedoor.journal import OnDisconnect
+from onedoor.questions import AskFallback, check_policy
+
 if TYPE_CHECKING:
     from onedoor import AsgiMount, ServeContext
 
@@ -30,14 +33,14 @@ class AguiOptions:
     coalesce: bool = field(
         default=True, metadata={"help": "send the frames that are ready together in one write (off: one write per event)"}
     )
-    on_disconnect: Literal["cancel", "finish"] = field(
+    on_disconnect: OnDisconnect = field(
         default="cancel",
         metadata={
             "help": "a client that goes away mid-run: cancel the run, or let it finish (into its thread; "
             "GET PREFIX/runs/ID/events follows it again). The chat page asks finish for its runs on stored threads"
         },
     )
-    ask_fallback: Literal["deny", "allow", "fail"] = field(
+    ask_fallback: AskFallback = field(
         default="deny",
         metadata={
             "help": "a question the run asks while too many runs wait for answers (Limits.max_parked_runs): "
@@ -53,6 +56,7 @@ class AguiOptions:
             raise ValueError("keepalive must be 0 or more")
         if self.snapshot_after < 0:
             raise ValueError("snapshot_after must be 0 or more")
+        check_policy(self.ask_fallback)
 
 
 def chat_page() -> bytes:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+
+from onedoor.questions import AskFallback, check_policy
 
 
 @dataclass
@@ -25,7 +26,7 @@ class McpOptions:
         default=True, metadata={"help": "HTTP: refuse Host/Origin headers not allowed (421/403)"}
     )
     max_body_bytes: int = field(default=4 * 1024 * 1024, metadata={"help": "HTTP: largest request body (mcp 2.x)"})
-    ask_fallback: Literal["deny", "allow", "fail"] = field(
+    ask_fallback: AskFallback = field(
         default="deny",
         metadata={
             "help": "what the agent's questions get when the client cannot be asked (no elicitation capability, "
@@ -38,5 +39,4 @@ class McpOptions:
     def __post_init__(self) -> None:
         if not self.tool_name.strip():
             raise ValueError("tool_name must not be empty")
-        if self.ask_fallback not in ("deny", "allow", "fail"):
-            raise ValueError(f"ask_fallback must be deny, allow or fail; got {self.ask_fallback!r}")
+        check_policy(self.ask_fallback)

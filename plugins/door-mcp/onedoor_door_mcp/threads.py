@@ -5,7 +5,7 @@ owned by the caller's principal: the token's over HTTP, ``local`` over stdio and
 ``{"new_thread": true}`` starts one. Either way the reply's structured content names the
 thread (``{"reply": …, "thread": ID}``) and a second text block says the same as JSON,
 for clients that show only text, so a calling agent can go on with the next call.
-Without either argument the call is stateless, as before threads.
+Without either argument the call is stateless (the caller sends ``history``).
 
 A thread the caller cannot use (a malformed id, another principal's or an unknown
 thread, a server without a store) is a tool error the calling model can read and act on,
@@ -48,10 +48,6 @@ def output_schema() -> dict[str, Any]:
     }
 
 
-class ThreadProblem(Exception):
-    """Why a call's thread cannot be used, in words for the calling model."""
-
-
 def check_thread_arguments(arguments: dict[str, Any]) -> tuple[str | None, bool]:
     """``(thread id or None, new_thread)`` from the call's arguments; ValueError if unusable."""
     thread = arguments.get("thread")
@@ -72,29 +68,31 @@ def check_thread_arguments(arguments: dict[str, Any]) -> tuple[str | None, bool]
         raise ValueError(f"'thread': {exc}") from None
 
 
-async def open_thread(store: Any, principal: str, thread_id: str | None, new: bool) -> Thread:
-    """The caller's thread to run the call on: read (``thread_id``) or created (``new``)."""
-    if store is None:
-        raise ThreadProblem("this server keeps no threads (it runs with --store none); call without 'thread'")
+async def open_thread(desk: Any, principal: str, thread_id: str | None, new: bool) -> Thread:
+    """The caller's thread to run the call on (``kernel.threads``): read (``thread_id``) or
+    created (``new``); ValueError in words for the calling model when it cannot be used."""
     try:
         if new:
-            return await store.create(principal)
-        found = await store.get(principal, thread_id)
+            return await desk.create(principal)
+        return await desk.get(principal, thread_id)
     except ThreadError as exc:
-        raise ThreadProblem(f"the thread could not be used: {exc}") from None
+        raise ValueError(_unusable(exc, thread_id)) from None
     except Exception as exc:  # noqa: BLE001 - the store failed (disk, database): say so, keep serving
-        raise ThreadProblem(f"the thread store failed: {type(exc).__name__}: {exc}") from None
-    if found is None:
-        raise ThreadProblem(
-            f"no thread {thread_id!r} (unknown, deleted, or not yours); start one with \"new_thread\": true"
-        )
-    return found
+        raise ValueError(f"the thread store failed: {type(exc).__name__}: {exc}") from None
 
 
-async def forget_thread(store: Any, principal: str, thread: Thread) -> None:
+def _unusable(exc: ThreadError, thread_id: str | None) -> str:
+    if exc.reason == "no_threads":
+        return "this server keeps no threads (it runs with --store none); call without 'thread'"
+    if exc.reason == "not_found":
+        return f"no thread {thread_id!r} (unknown, deleted, or not yours); start one with \"new_thread\": true"
+    return f"the thread could not be used: {exc}"
+
+
+async def discard_unused(desk: Any, principal: str, thread: Thread) -> None:
     """Delete a thread created for a call that never ran (refused), so none is left empty."""
     try:
-        await store.delete(principal, thread.id)
+        await desk.delete(principal, thread.id)
     except Exception:  # noqa: BLE001 - best effort: an empty thread is harmless
         pass
 

@@ -45,9 +45,8 @@ from .elicit import live_asker
 from .sdk import Outcome, Peer, Progress, ProtocolError, current_session
 from .threads import (
     THREAD_PROPERTIES,
-    ThreadProblem,
     check_thread_arguments,
-    forget_thread,
+    discard_unused,
     open_thread,
     output_schema,
     thread_note,
@@ -187,8 +186,8 @@ class AskTool:
         thread = None
         if request.thread is not None or request.new_thread:
             try:
-                thread = await open_thread(self.kernel.store, principal, request.thread, request.new_thread)
-            except ThreadProblem as exc:
+                thread = await open_thread(self.kernel.threads, principal, request.thread, request.new_thread)
+            except ValueError as exc:
                 return Outcome(f"Cannot use the thread: {exc}", is_error=True)
         asker, answers = self._asking(peer)
         try:
@@ -198,7 +197,7 @@ class AskTool:
             )
         except RunRefused as exc:
             if thread is not None and request.new_thread:
-                await forget_thread(self.kernel.store, principal, thread)
+                await discard_unused(self.kernel.threads, principal, thread)
             hint = f" (retry after {exc.retry_after:g} s)" if exc.retry_after else ""
             return Outcome(f"The agent refused the request ({exc.reason}): {exc}{hint}", is_error=True)
         self.active.add(run)

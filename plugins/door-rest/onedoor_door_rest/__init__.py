@@ -20,7 +20,10 @@ This module is what the entry point names: FastAPI is imported only in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from onedoor.journal import ON_DISCONNECT, OnDisconnect
+from onedoor.questions import AskFallback, check_policy
 
 if TYPE_CHECKING:
     from onedoor import AsgiMount, ServeContext
@@ -33,7 +36,7 @@ class RestOptions:
     prefix: str = field(default="/rest", metadata={"help": "URL prefix the door is mounted under"})
     keepalive: float = field(default=15.0, metadata={"help": "seconds of silence before an SSE keep-alive comment"})
     docs: bool = field(default=True, metadata={"help": "serve OpenAPI docs at <prefix>/docs"})
-    ask_fallback: Literal["deny", "allow", "fail"] = field(
+    ask_fallback: AskFallback = field(
         default="deny",
         metadata={"help": "a question's answer when no more runs may wait for answers (limits.max_parked_runs): "
                   "deny (reject/decline), allow (allow tools once, decline questions) or fail the run"},
@@ -43,7 +46,7 @@ class RestOptions:
         metadata={"help": "seconds a suspended run waits for its answers before it ends cancelled "
                   "(0: the kernel's limits.question_ttl)"},
     )
-    on_disconnect: Literal["cancel", "finish"] = field(
+    on_disconnect: OnDisconnect = field(
         default="cancel",
         metadata={"help": "what a client going away does to its run: cancel it, or let it finish into its "
                   "thread (a streamed run's client may reconnect to GET <prefix>/runs/{run_id}/events)"},
@@ -55,9 +58,8 @@ class RestOptions:
         self.prefix = self.prefix.rstrip("/")
         if self.keepalive <= 0:
             raise ValueError("keepalive must be more than 0 seconds")
-        if self.ask_fallback not in ("deny", "allow", "fail"):
-            raise ValueError(f"ask_fallback must be deny, allow or fail, got {self.ask_fallback!r}")
-        if self.on_disconnect not in ("cancel", "finish"):
+        check_policy(self.ask_fallback)
+        if self.on_disconnect not in ON_DISCONNECT:
             raise ValueError(f"on_disconnect must be cancel or finish, got {self.on_disconnect!r}")
         if not self.question_ttl >= 0:
             raise ValueError("question_ttl must be 0 (the kernel's default) or more seconds")

@@ -28,7 +28,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 HEALTH_PATH = "/healthz"
 CORS_HEADERS = ("authorization", "content-type", "accept")  # request headers every door may need
 
-send_json_error = send_error  # the name this module exported before errors.py
+send_json_error = send_error  # an older name of errors.send_error, kept for plugins that use it
 
 
 class ExactPrefix:
