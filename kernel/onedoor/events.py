@@ -26,6 +26,8 @@ import json
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Union
 
+from .wire import encode_json_text
+
 if TYPE_CHECKING:
     from .questions import Answer, Question
 
@@ -157,7 +159,9 @@ def event_from_dict(data: dict[str, Any]) -> Event:
 
 
 def event_to_json(event: Event) -> str:
-    return json.dumps(event_to_dict(event), ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON text that always encodes to UTF-8: a lone surrogate (half of an emoji a
+    backend split across two deltas) is written as a ``\\u`` escape, losslessly."""
+    return encode_json_text(event_to_dict(event))
 
 
 def event_from_json(text: str | bytes) -> Event:

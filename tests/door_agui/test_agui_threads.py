@@ -373,3 +373,18 @@ def test_deleting_a_thread_stops_its_run_and_forgets_its_events(server):
     assert after.status_code == 404 and "secret plan" not in after.text, after.text
     assert thread(server, tid).status_code == 404
     assert reply_of(events_of(run(server, new_id("after"), [user("still serving")]))).startswith("You said")
+
+
+def test_fifty_runs_on_one_thread_at_once_are_all_kept(server):
+    """#24 item 1: 50 runs on one thread at once (the first ones creating it) all finish, and the
+    thread keeps every message and every reply: no RUN_ERROR for write contention."""
+    import concurrent.futures
+
+    tid = new_id("crowd")
+    with concurrent.futures.ThreadPoolExecutor(25) as pool:
+        answers = list(pool.map(lambda n: run(server, tid, [user(f"crowd {n}")]), range(50)))
+    endings = [events_of(answer)[-1] for answer in answers]
+    assert [e["type"] for e in endings] == ["RUN_FINISHED"] * 50, [e for e in endings if e["type"] != "RUN_FINISHED"]
+    stored = thread(server, tid).json()["messages"]
+    assert sorted(m["content"] for m in stored if m["role"] == "user") == sorted(f"crowd {n}" for n in range(50))
+    assert sum(m["role"] == "assistant" and m["content"].startswith("You said: crowd") for m in stored) == 50

@@ -184,3 +184,19 @@ async def test_a_session_is_used_only_by_the_principal_that_opened_it(two_princi
         refused = await client.post(server.url, json=ping, headers={
             **accept, "authorization": f"Bearer {BOB}", "mcp-session-id": session})
         assert refused.json()["error"]["message"] == "Session not found"
+
+
+async def test_many_asks_on_one_thread_at_once_are_all_kept(door_at: Any, tmp_path: Path, sdk: Any) -> None:
+    """#24 item 1: 30 calls on one thread at once, over one session: every call answers, every
+    turn is kept."""
+    db = tmp_path / "threads.sqlite3"
+    connect = door_at("-o", f"sqlite.path={db}")
+    async with connect() as session:
+        first = await session.call_tool("ask", {"message": "start", "new_thread": True})
+        thread_id = structured(first)["thread"]
+        results = await asyncio.gather(
+            *(session.call_tool("ask", {"message": f"crowd {n}", "thread": thread_id}) for n in range(30))
+        )
+    assert [sdk.error(r) for r in results] == [False] * 30, [first_text(r) for r in results if sdk.error(r)]
+    messages = await stored(db, "local", thread_id)
+    assert sorted(c for r, c in messages if r == "user") == sorted(["start", *(f"crowd {n}" for n in range(30))])

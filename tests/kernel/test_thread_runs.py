@@ -193,3 +193,85 @@ async def test_a_new_message_on_a_thread_waiting_for_answers_is_refused(store):
     await drain(kernel.resume([Answer(question.id, "reject_once")], principal="alice"))
     after = await drain(kernel.run("and now?", thread=await store.get("alice", thread.id), principal="alice"))
     assert type(after[-1]) is RunFinished
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_many_turns_on_one_thread_at_once_are_all_kept(store, mode):
+    """50 runs on one thread at once (#24 item 1): every one finishes, every turn is kept whole."""
+    kernel = kernel_with(store, mode, max_concurrent_runs=64)
+    thread = await store.create("alice")
+    endings = await asyncio.gather(*(drain(kernel.run(f"turn {i}", thread=thread, principal="alice")) for i in range(50)))
+    assert [type(e[-1]).__name__ for e in endings] == ["RunFinished"] * 50, [e[-1] for e in endings if type(e[-1]) is RunFailed]
+    kept = await store.get("alice", thread.id)
+    assert sorted(m.content for m in kept.messages if m.role == "user") == sorted(f"turn {i}" for i in range(50))
+    replies = [m.content for m in kept.messages if m.role == "assistant" and m.content.startswith("You said")]
+    assert sorted(replies) == sorted(e[-1].text for e in endings)
+
+
+TWO_WRITERS = """
+import asyncio, sys
+from onedoor.builtins.scripted import ScriptedOptions, scripted
+from onedoor.kernel import Backend, Kernel, Limits
+from onedoor.threads.sqlite import SQLiteThreadStore
+
+async def main(path, thread_id, name):
+    store = SQLiteThreadStore(path)
+    kernel = Kernel(Backend("scripted", lambda: scripted(ScriptedOptions(mode="async", tool=False, reasoning=False))),
+                    store=store, limits=Limits(max_concurrent_runs=64))
+    thread = await store.get("alice", thread_id)
+    async def one(i):
+        async with kernel.run(f"{name} {i}", thread=thread, principal="alice") as run:
+            return [e async for e in run][-1]
+    endings = await asyncio.gather(*(one(i) for i in range(20)))
+    print(" ".join(type(e).__name__ for e in endings))
+    await store.close()
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+"""
+
+
+async def test_two_processes_writing_one_thread_at_once_keep_every_turn(tmp_path):
+    """Two servers on one SQLite file (compare-and-set across processes), 20 turns each at once."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "threads.db"
+    store = SQLiteThreadStore(path)
+    thread = await store.create("alice")
+    procs = [subprocess.Popen([sys.executable, "-c", TWO_WRITERS, str(path), thread.id, name], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for name in ("one", "two")]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for out, err in outs:
+        assert out.split() == ["RunFinished"] * 20, err[-2000:]
+    kept = await store.get("alice", thread.id)
+    users = sorted(m.content for m in kept.messages if m.role == "user")
+    assert users == sorted(f"{name} {i}" for name in ("one", "two") for i in range(20))
+    await store.close()
+
+
+class Splitter:
+    """A backend that streams an emoji as its two UTF-16 halves, and one half alone."""
+
+    def __init__(self, lone: bool = False) -> None:
+        self.lone = lone
+
+    async def run(self, message, *, history=None, context=None):
+        from onedoor.events import RunStarted
+
+        parts = ["smile ", "\ud83d", "\ude00"] + (["\ud83d"] if self.lone else [])
+        yield RunStarted(context.run_id)
+        for part in parts:
+            yield TextDelta(part)
+        yield RunFinished(context.run_id, "".join(parts))
+
+
+@pytest.mark.parametrize("lone", [False, True], ids=["pair", "lone"])
+async def test_a_split_surrogate_pair_is_kept_as_the_door_delivered_it(store, lone):
+    """#24 item 2: the reply streamed; the store keeps it (the pair as one character; a lone
+    half as it was), the run does not fail after the client saw its reply."""
+    kernel = Kernel(Backend("splitter", lambda: Splitter(lone)), store=store)
+    thread = await store.create("alice")
+    events = await drain(kernel.run("hi", thread=thread, principal="alice"))
+    assert type(events[-1]) is RunFinished, events[-1]
+    kept = (await store.get("alice", thread.id)).messages[-1].content
+    assert kept == ("smile 😀\ud83d" if lone else "smile 😀")

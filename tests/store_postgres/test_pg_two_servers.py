@@ -135,3 +135,21 @@ def test_turns_sent_to_both_servers_at_once_are_all_kept(servers: tuple[Any, Any
     kept = _thread(one.base_url, thread_id).json()
     users = sorted(m["content"] for m in kept["messages"] if m["role"] == "user")
     assert users == sorted(message for _, message in sent), "no turn lost when two servers write one thread"
+
+
+def test_many_turns_on_one_thread_through_both_servers_are_all_kept(servers: tuple[Any, Any]) -> None:
+    """#24 item 1: 20 clients x 3 turns on one thread, through two servers at once: every turn
+    answered 200 (never a 502 for write contention), every one kept."""
+    one, two = servers
+    thread_id = httpx.post(f"{one.base_url}/rest/threads", json={}, headers=AUTH_A, timeout=30).json()["id"]
+
+    def worker(n: int) -> list[dict]:
+        server = one if n % 2 else two
+        return [_chat(server.base_url, thread_id, f"worker {n} turn {t}") for t in range(3)]
+
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        replies = [reply for batch in pool.map(worker, range(20)) for reply in batch]
+    assert [r["stop_reason"] for r in replies] == ["end_turn"] * 60
+    kept = _thread(two.base_url, thread_id).json()
+    users = sorted(m["content"] for m in kept["messages"] if m["role"] == "user")
+    assert users == sorted(f"worker {n} turn {t}" for n in range(20) for t in range(3))

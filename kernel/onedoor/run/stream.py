@@ -15,7 +15,16 @@ import time
 from typing import Any, AsyncGenerator, AsyncIterator
 
 from ..errors import ContractViolation
-from ..events import STOP_CANCELLED, STOP_SUSPENDED, Event, RunFailed, RunFinished, RunStarted, ToolFinished
+from ..events import (
+    STOP_CANCELLED,
+    STOP_SUSPENDED,
+    TERMINAL_EVENTS,
+    Event,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+)
 from ._core import RunCore
 from ._gate import Injected
 from ._observers import notify
@@ -26,7 +35,6 @@ from .model import RunInfo
 
 log = logging.getLogger("onedoor.kernel")
 
-_TERMINAL = (RunFinished, RunFailed)
 
 
 class RunStream:
@@ -184,7 +192,7 @@ class RunStream:
                                 return
                             continue
                         contract.check(event)
-                        if type(event) in _TERMINAL:
+                        if type(event) in TERMINAL_EVENTS:
                             terminal = event
                             break
                         if type(event) is not RunStarted:  # the kernel sent its own

@@ -4,7 +4,8 @@ Every call runs on one worker thread that owns the connection (SQLite connection
 not shared across threads), so the event loop never blocks on the disk. The file uses
 WAL (readers do not wait for the writer; a killed process keeps every committed turn)
 and ``secure_delete`` (a deleted thread's text is overwritten in the file, not just
-unlinked). Changes are compare-and-set on the thread's version inside one
+unlinked); a delete also checkpoints and empties the log, so the text leaves the
+``-wal`` file at once too. Changes are compare-and-set on the thread's version inside one
 ``BEGIN IMMEDIATE`` transaction, so two processes sharing the file serialise too.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -22,10 +24,12 @@ from typing import Any, Callable, Sequence, TypeVar
 from ..journal import sqlite as sqlite_journal
 from ..journal.shared import JournalPage
 from ..messages import Message
+from ..wire import encode_json_text
 from .model import Thread, ThreadError, ThreadSummary, check_append, check_thread_id, new_thread_id
 from .turns import title_from
 
 T = TypeVar("T")
+log = logging.getLogger("onedoor.store.sqlite")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -132,7 +136,7 @@ class SQLiteThreadStore:
     async def append(
         self, owner: str, thread_id: str, messages: Sequence[Message], *, expected_version: int
     ) -> Thread:
-        bodies = [json.dumps(m.to_dict(), ensure_ascii=False) for m in messages]
+        bodies = [encode_json_text(m.to_dict()) for m in messages]  # a lone surrogate kept, escaped
         added = sum(len(m.content) for m in messages)
 
         def write(db: sqlite3.Connection) -> Thread:
@@ -173,6 +177,8 @@ class SQLiteThreadStore:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            if gone:
+                _forget_the_log(db)
             return gone > 0
 
         return await self._call(remove)
@@ -198,6 +204,19 @@ class SQLiteThreadStore:
 
     async def journal_prune(self, ended_before: float) -> int:
         return await self._call(lambda db: sqlite_journal.prune(db, ended_before))
+
+
+def _forget_the_log(db: sqlite3.Connection, attempts: int = 20) -> None:
+    """After a delete: the write-ahead log still holds the pages as they were (the deleted
+    text); copy it into the file (where ``secure_delete`` has zeroed them) and empty it, so
+    the text is gone from disk now, not at the next clean stop. A reader in another process
+    can hold the log for a moment: retry a little, then leave it to the next checkpoint."""
+    for _ in range(attempts):
+        busy, _log, _copied = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy:
+            return
+        time.sleep(0.005)
+    log.warning("sqlite: a reader in another process held the log; the deleted text leaves it at the next checkpoint")
 
 
 def _read(db: sqlite3.Connection, owner: str, thread_id: str) -> Thread | None:

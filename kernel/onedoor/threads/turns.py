@@ -9,6 +9,7 @@ from typing import Any, Iterable, Sequence
 
 from ..events import TextDelta, ToolFinished, ToolStarted
 from ..messages import Message, ToolCall
+from ..wire import join_surrogates
 from .model import Thread, ThreadError, ThreadStore
 
 
@@ -38,7 +39,7 @@ class TurnRecorder:
         text_to: int | None = None  # where its first tool call was made
 
         def emit() -> None:
-            out.append(Message("assistant", "".join(parts[text_from:text_to]), tuple(calls)))
+            out.append(Message("assistant", join_surrogates("".join(parts[text_from:text_to])), tuple(calls)))
             out.extend(results)
             calls.clear()
             results.clear()
@@ -56,7 +57,7 @@ class TurnRecorder:
         if calls:
             emit()
             text_from = text_to or 0
-        rest = "".join(parts[text_from:])
+        rest = join_surrogates("".join(parts[text_from:]))
         if rest:
             out.append(Message("assistant", rest))
         if interrupted:
@@ -81,25 +82,57 @@ def turn_messages(message: str, events: Iterable[Any], *, interrupted: str = "")
     return recorder.messages(parts, interrupted=interrupted)
 
 
+class _Writers:
+    """The writers of one thread in this process, one at a time, and the version the last
+    of them left (so the next need not re-read it). Gone once nobody writes the thread."""
+
+    __slots__ = ("lock", "version", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.version = -1
+        self.users = 0
+
+
+_writers: dict[tuple[int, str], _Writers] = {}
+
+
 async def append_turn(store: ThreadStore, thread: Thread, messages: Sequence[Message], *, attempts: int = 32) -> Thread:
-    """Append a run's turn; when another writer got there first, re-read and append after
-    it (turns are never merged or lost, only ordered by when they ended). Writers that keep
-    colliding (many turns on one thread at once, several servers) back off a little, at
-    random, so one of them always gets through."""
-    version = thread.version
-    for attempt in range(attempts):
-        try:
-            return await store.append(thread.owner, thread.id, messages, expected_version=version)
-        except ThreadError as exc:
-            if exc.reason != "conflict":
-                raise
-            current = await store.get(thread.owner, thread.id)
-            if current is None:
-                raise ThreadError("not_found", f"thread {thread.id!r} was deleted") from None
-            if attempt >= 2:
-                await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
-            version = current.version
-    raise ThreadError("conflict", f"thread {thread.id!r} changed {attempts} times while saving; try again")
+    """Append a run's turn, after every turn already kept: turns are never merged or lost,
+    only ordered by when they were saved.
+
+    In one process the writers of a thread take turns (one lock per thread), so many turns
+    on one thread at once all land without a conflict. Another process writing the same
+    thread (several servers on one database) can still get there first: then the store's
+    compare-and-set says so, the thread is re-read and the turn goes after it; writers that
+    keep colliding back off a little, at random, so one of them always gets through."""
+    key = (id(store), thread.id)
+    writers = _writers.get(key)
+    if writers is None:
+        writers = _writers[key] = _Writers()
+    writers.users += 1
+    try:
+        async with writers.lock:
+            version = max(thread.version, writers.version)
+            for attempt in range(attempts):
+                try:
+                    kept = await store.append(thread.owner, thread.id, messages, expected_version=version)
+                    writers.version = kept.version
+                    return kept
+                except ThreadError as exc:
+                    if exc.reason != "conflict":
+                        raise
+                current = await store.get(thread.owner, thread.id)
+                if current is None:
+                    raise ThreadError("not_found", f"thread {thread.id!r} was deleted") from None
+                if attempt >= 2:
+                    await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
+                version = current.version
+        raise ThreadError("conflict", f"thread {thread.id!r} changed {attempts} times while saving; try again")
+    finally:
+        writers.users -= 1
+        if not writers.users and _writers.get(key) is writers:
+            del _writers[key]
 
 
 def title_from(messages: Sequence[Message], limit: int = 80) -> str:

@@ -33,6 +33,7 @@ from ._json import (
     encode_json,
     encode_json_text,
     encode_text,
+    join_surrogates,
     json_type,
     nesting_depth,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "encode_json",
     "encode_json_text",
     "encode_text",
+    "join_surrogates",
     "json_type",
     "nesting_depth",
 ]

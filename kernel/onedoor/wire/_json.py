@@ -161,6 +161,14 @@ def encode_json_text(value: Any) -> str:
     return text
 
 
+def join_surrogates(text: str) -> str:
+    """``text`` with each pair of surrogates (an emoji split across two deltas, joined back
+    to back) made the one character it stands for; a lone surrogate stays as it is."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def encode_text(text: str) -> bytes:
     """Plain text (not JSON: the terminal door's output) as UTF-8; never fails on a lone
     surrogate, which becomes ``?``."""
@@ -178,6 +186,7 @@ __all__ = [
     "encode_json",
     "encode_json_text",
     "encode_text",
+    "join_surrogates",
     "json_type",
     "nesting_depth",
 ]

@@ -19,7 +19,7 @@ import logging
 from typing import Any, AsyncIterator, Sequence
 
 import psycopg
-from onedoor import Message
+from onedoor import Message, encode_json_text
 from onedoor import StoreUnavailable as KernelStoreUnavailable
 from onedoor.journal import JournalPage
 from onedoor.threads import (
@@ -156,7 +156,7 @@ class PostgresThreadStore:
     async def append(
         self, owner: str, thread_id: str, messages: Sequence[Message], *, expected_version: int
     ) -> Thread:
-        bodies = [json.dumps(m.to_dict(), ensure_ascii=False) for m in messages]
+        bodies = [encode_json_text(m.to_dict()) for m in messages]  # a lone surrogate kept, escaped
         added = sum(len(m.content) for m in messages)
         async with self._connection() as conn, conn.transaction():
             cursor = await conn.execute(
