@@ -35,6 +35,7 @@ from .principals import LOCAL
 from .questions import Answer, Asker, Question, QuestionError, from_approver
 from .run import INTERRUPTED_REPLY, Backend, RunInfo, RunRegistry, RunStream, check_run_id
 from .threads import Thread, ThreadDesk, ThreadStore
+from .threads.leases import turn_leases
 
 Approver = Callable[[str, str, Any], Any]  # the older form of a live asker: async (call_id, name, arguments) -> bool
 
@@ -107,7 +108,7 @@ class Kernel:
     def threads(self) -> ThreadDesk:
         """The thread calls doors make (open-or-create, pages, delete with its runs)."""
         if self._desk is None:
-            self._desk = ThreadDesk(self.store, forget=self.forget_thread)
+            self._desk = ThreadDesk(self.store, forget=self.forget_thread, answering=self._answering)
         return self._desk
 
     def worker_threads(self) -> list[threading.Thread]:
@@ -252,9 +253,23 @@ class Kernel:
         return self._runs.resume(parsed, principal, door, run_id)
 
     # -- for the registry ------------------------------------------------------------------
-    async def _live_elsewhere(self, thread_id: str, besides: str) -> bool:
+    async def _live_elsewhere(self, thread_id: str, besides: str, owner: str = "") -> bool:
+        """Whether a run of another process answers a thread: its turn lease (a store that
+        keeps them), else its shared journal's lease."""
+        leases = turn_leases(self.store)
+        if leases is not None and owner:
+            return await leases.turn_live(owner, thread_id, besides=besides)
         shared = shared_store(self.store)
         return shared is not None and await shared.journal_live_on(thread_id, besides=besides)
+
+    async def _answering(self, thread: Thread) -> bool:
+        """Whether a run (here, or in another process) is answering ``thread`` now."""
+        if self._runs.thread_runs[thread.id] > 0:
+            return True
+        try:
+            return await self._live_elsewhere(thread.id, "", thread.owner)
+        except Exception:  # noqa: BLE001 - cannot tell: say nothing rather than something false
+            return True
 
     def _kept(self, run_id: str) -> bool:
         return self._journals is not None and self._journals.kept(run_id)

@@ -295,3 +295,44 @@ def test_typescript_sdk_client_lists_and_loads_a_thread_another_door_started(
 
     thread = asyncio.run(read())
     assert list(thread.messages[:4]) == WEB_TURN and thread.messages[4] == Message("user", "and from the editor")
+
+
+CUT_ELSEWHERE = """
+import asyncio, sys
+from onedoor import Backend, Kernel
+from onedoor.builtins.scripted import ScriptedOptions, scripted
+from onedoor.threads.sqlite import SQLiteThreadStore
+
+async def main(path, thread_id):
+    store = SQLiteThreadStore(path)
+    kernel = Kernel(Backend("scripted", lambda: scripted(ScriptedOptions(mode="async"))), store=store)
+    thread = await store.get("local", thread_id)
+    async with kernel.run("/hang answered elsewhere", thread=thread, principal="local") as run:
+        async for event in run:
+            if type(event).__name__ == "ReasoningDelta":
+                print("answering", flush=True)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_a_turn_another_process_left_cut_is_loaded_marked(agent_env: dict[str, str], data_dir: Path) -> None:
+    """#24 item 6 for ACP: another process (a server) was killed while answering a thread;
+    session/load in the editor shows the turn marked, before anyone writes to the thread."""
+    import sys
+
+    threads = data_dir / "shared-threads.sqlite3"
+    store = SQLiteThreadStore(threads)
+    sid = await _web_thread(store)
+    await store.close()
+    other = subprocess.Popen([sys.executable, "-c", CUT_ELSEWHERE, str(threads), sid], stdout=subprocess.PIPE, text=True)
+    assert other.stdout is not None and other.stdout.readline().strip() == "answering"
+    other.send_signal(signal.SIGKILL)
+    other.wait(timeout=30)
+    cmd = onedoor_command() + ["acp", "-o", f"sqlite.path={threads}"]
+    rec = Recorder()
+    async with spawn_agent_process(rec, cmd[0], *cmd[1:], env=agent_env) as (conn, _proc):
+        await conn.initialize(protocol_version=1)
+        await conn.load_session(cwd="/tmp/proj", session_id=sid, mcp_servers=[])
+        assert rec.text("user_message_chunk").endswith("/hang answered elsewhere")
+        assert rec.text().endswith(INTERRUPTED_REPLY), rec.text()

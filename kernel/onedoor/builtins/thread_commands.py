@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable, TextIO
 
 from ..errors import OnedoorError
 from ..principals import LOCAL_PRINCIPAL
-from ..threads import Thread, ThreadError, check_thread_id
+from ..threads import Thread, ThreadDesk, ThreadError, check_thread_id
 from .console import printable, shorten
 
 NOT_FOUND = 1
@@ -111,8 +111,9 @@ def show_lines(thread: Thread) -> list[str]:
 async def show_thread(store: Any, thread_id: str, *, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     if _checked(thread_id, err) is None:
         return BAD_ID
-    thread = await store.get(LOCAL_PRINCIPAL, thread_id)
-    if thread is None:
+    try:  # as readers see it: a turn no run answers any more is shown marked
+        thread = await ThreadDesk(store).view(LOCAL_PRINCIPAL, thread_id)
+    except ThreadError:
         return _missing(thread_id, err)
     if as_json:
         print(json.dumps(thread_json(thread), indent=2, ensure_ascii=False), file=out)

@@ -9,11 +9,12 @@ from typing import Any
 from ..events import STOP_CANCELLED, RunFailed
 from ..messages import Message
 from ..threads import Thread, append_turn
+from ..threads.leases import UNANSWERED
 from ._runner import StopRun
 
 log = logging.getLogger("onedoor.kernel")
 
-INTERRUPTED_REPLY = "[reply interrupted: the server stopped]"  # kept for a turn no server finished
+INTERRUPTED_REPLY = UNANSWERED  # kept for a turn no run finished (a server stopped, or the reply could not be kept)
 
 
 async def open_turn(core: Any) -> None:
@@ -35,6 +36,7 @@ async def open_turn(core: Any) -> None:
             core.turn_saved = True
             raise StopRun(f"thread {thread.id!r} cannot be continued: {exc}") from None
     core.recorder.message = ""  # kept already: the end of the run adds only the reply
+    await core.host.leases.begin(thread.owner, thread.id, core.run_id)  # other processes: this turn is answered
 
 
 async def _left_unanswered(core: Any, thread: Thread) -> bool:
@@ -44,7 +46,7 @@ async def _left_unanswered(core: Any, thread: Thread) -> bool:
     if not thread.messages or thread.messages[-1].role != "user" or host.thread_runs[thread.id] != 1:
         return False
     try:
-        return not await host.live_elsewhere(thread.id, besides=core.run_id)
+        return not await host.live_elsewhere(thread.id, besides=core.run_id, owner=thread.owner)
     except Exception:  # noqa: BLE001 - cannot tell: leave the turn unmarked rather than mark it wrongly
         return False
 
@@ -55,6 +57,13 @@ async def save_turn(core: Any, outcome: Any) -> Any:
     if thread is None or store is None or core.recorder is None or core.turn_saved or outcome is None:
         return outcome
     core.turn_saved = True
+    try:
+        return await _keep_turn(core, thread, store, outcome)
+    finally:
+        await core.host.leases.end(core.run_id)
+
+
+async def _keep_turn(core: Any, thread: Thread, store: Any, outcome: Any) -> Any:
     interrupted = "failed" if type(outcome) is RunFailed else ("cancelled" if outcome.stop_reason == STOP_CANCELLED else "")
     messages = core.recorder.messages(core.contract.parts, interrupted=interrupted)
     try:

@@ -18,15 +18,16 @@ from ..port import CancelToken, RunContext, ToolSpec
 from ..questions import SILENT_DENY, Answer, Asker, Question, QuestionError, check_answer, clip
 from ..threads import Thread
 from ._core import RunCore
+from ._leases import LeaseKeeper
 from ._parking import ParkingLot
 from .admission import check_input, check_run_id
 from .model import Backend
 from .stream import RunStream, continue_parked, drain
 
-LiveElsewhere = Callable[[str, str], Awaitable[bool]]
+LiveElsewhere = Callable[[str, str, str], Awaitable[bool]]
 
 
-async def _nowhere(thread_id: str, besides: str) -> bool:
+async def _nowhere(thread_id: str, besides: str, owner: str = "") -> bool:
     return False
 
 
@@ -48,6 +49,7 @@ class RunRegistry:
         self._kept = kept
         self._drive = drive
         self.lot = ParkingLot()
+        self.leases = LeaseKeeper(self)
         self.runs: weakref.WeakSet[RunStream] = weakref.WeakSet()  # every response not yet collected
         self.worker_threads: set[threading.Thread] = set()
         self.thread_runs: Counter[str] = Counter()  # thread id -> runs of this kernel writing it
@@ -111,8 +113,8 @@ class RunRegistry:
     def can_park(self) -> bool:
         return len(self.lot) < self.limits.max_parked_runs
 
-    async def live_elsewhere(self, thread_id: str, *, besides: str) -> bool:
-        return await self._live_elsewhere(thread_id, besides)
+    async def live_elsewhere(self, thread_id: str, *, besides: str, owner: str = "") -> bool:
+        return await self._live_elsewhere(thread_id, besides, owner)
 
     def drain(self, stream: RunStream) -> asyncio.Future[Any]:
         """Drive a response nobody reads to its end (a parked run that expired or was

@@ -17,10 +17,11 @@ transport's ``door_parts``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Awaitable, Callable, Sequence
 
 from ..messages import Message
+from .leases import UNANSWERED, turn_leases
 from .model import Thread, ThreadError, ThreadStore, ThreadSummary, check_thread_id
 from .turns import append_turn
 
@@ -38,14 +39,28 @@ def _no_forget(thread_id: str, principal: str) -> int:
     return 0
 
 
+
+
 class ThreadDesk:
     """``kernel.threads``: a store's threads as doors use them (see the module docstring).
     ``forget(thread_id, principal)`` is called after a delete (the kernel cancels the
     thread's runs and drops their journals)."""
 
-    def __init__(self, store: ThreadStore | None, forget: Callable[[str, str], int] = _no_forget) -> None:
+    def __init__(
+        self, store: ThreadStore | None, forget: Callable[[str, str], int] = _no_forget,
+        answering: Callable[[Thread], Awaitable[bool]] | None = None,
+    ) -> None:
         self.store = store
         self.forget = forget
+        # whether a run (here or elsewhere) is answering a thread now; by default what the
+        # store's turn leases say (a process with no runs of its own: the CLI)
+        self.answering = answering or self._leased
+
+    async def _leased(self, thread: Thread) -> bool:
+        leases = turn_leases(self.store)
+        if leases is None:
+            return True  # cannot tell: show the thread as it is
+        return await leases.turn_live(thread.owner, thread.id)
 
     @property
     def kept(self) -> bool:
@@ -63,6 +78,15 @@ class ThreadDesk:
         thread = await self._store().get(principal, checked)
         if thread is None:
             raise ThreadError("not_found", f"no thread {checked!r}")
+        return thread
+
+    async def view(self, principal: str, thread_id: Any) -> Thread:
+        """The caller's thread as a reader should see it: like :meth:`get`, and when it ends
+        with a user's message no run is answering (its server was killed, its reply could
+        not be kept), that turn is shown marked (``UNANSWERED``), as the next turn will keep it."""
+        thread = await self.get(principal, thread_id)
+        if thread.messages and thread.messages[-1].role == "user" and not await self.answering(thread):
+            return replace(thread, messages=(*thread.messages, Message("assistant", UNANSWERED)))
         return thread
 
     async def create(

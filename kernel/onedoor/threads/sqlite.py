@@ -25,6 +25,7 @@ from ..journal import sqlite as sqlite_journal
 from ..journal.shared import JournalPage
 from ..messages import Message
 from ..wire import encode_json_text
+from .leases import holder_alive
 from .model import Thread, ThreadError, ThreadSummary, check_append, check_thread_id, new_thread_id
 from .turns import title_from
 
@@ -44,6 +45,14 @@ CREATE TABLE IF NOT EXISTS threads (
     updated_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS threads_by_owner ON threads (owner, updated_at DESC, id DESC);
+CREATE TABLE IF NOT EXISTS thread_turns (
+    run_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    lease_until REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS thread_turns_by_thread ON thread_turns (thread_id, owner);
 CREATE TABLE IF NOT EXISTS messages (
     thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
@@ -173,6 +182,7 @@ class SQLiteThreadStore:
                 gone = db.execute("DELETE FROM threads WHERE id = ? AND owner = ?", (thread_id, owner)).rowcount
                 if gone:  # the runs' journals hold its text too
                     db.execute("DELETE FROM journal_runs WHERE thread_id = ? AND principal = ?", (thread_id, owner))
+                    db.execute("DELETE FROM thread_turns WHERE thread_id = ? AND owner = ?", (thread_id, owner))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -183,6 +193,38 @@ class SQLiteThreadStore:
 
         return await self._call(remove)
 
+
+    # -- turn leases (onedoor.threads.leases) --------------------------------------------
+    async def turn_open(self, owner: str, thread_id: str, run_id: str, holder: str, lease_until: float) -> None:
+        def open_lease(db: sqlite3.Connection) -> None:
+            with db:
+                db.execute("INSERT OR REPLACE INTO thread_turns VALUES (?, ?, ?, ?, ?)",
+                           (run_id, owner, thread_id, holder, lease_until))
+
+        await self._call(open_lease)
+
+    async def turn_close(self, run_id: str) -> None:
+        def close_lease(db: sqlite3.Connection) -> None:
+            with db:
+                db.execute("DELETE FROM thread_turns WHERE run_id = ?", (run_id,))
+
+        await self._call(close_lease)
+
+    async def turn_renew(self, holder: str, lease_until: float) -> None:
+        def renew(db: sqlite3.Connection) -> None:
+            with db:
+                db.execute("UPDATE thread_turns SET lease_until = ? WHERE holder = ?", (lease_until, holder))
+
+        await self._call(renew)
+
+    async def turn_live(self, owner: str, thread_id: str, *, besides: str = "") -> bool:
+        def live(db: sqlite3.Connection) -> bool:
+            rows = db.execute("SELECT holder, lease_until FROM thread_turns WHERE thread_id = ? AND owner = ? AND run_id != ?",
+                              (thread_id, owner, besides)).fetchall()
+            now = time.time()
+            return any(until > now and holder_alive(holder) is not False for holder, until in rows)
+
+        return await self._call(live)
 
     # -- shared journals (onedoor.journal.shared) ---------------------------------------
     async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,

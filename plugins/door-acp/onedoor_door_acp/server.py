@@ -175,7 +175,7 @@ class AcpServer:
         if ctx.kernel.store is None:  # --store none: the door keeps sessions in its own file
             self.sessions = SessionManager(legacy, ctx.kernel.backend.name)
         else:
-            self.sessions = ThreadSessions(ctx.kernel.store, legacy, ctx.kernel.backend.name)
+            self.sessions = ThreadSessions(ctx.kernel.store, legacy, ctx.kernel.backend.name, view=ctx.kernel.threads.view)
         self.client_capabilities: Any = None
         self.prompt_requests: dict[Any, Session] = {}  # JSON-RPC id of a running prompt -> session
         self.cancelled_requests: dict[Any, None] = {}  # ids named by $/cancel_request (bounded)

@@ -10,9 +10,10 @@ Crash safety: the kernel appends the prompt as the run starts and the reply as i
 ends. While a turn runs, the door also checkpoints its progress (text, tool calls) in
 the side table with this process's id. The next process (at start, or when the
 session is opened) finds a turn whose process is gone and that never got its reply,
-and appends what the agent had said, marked as the kernel marks it (``[reply
-interrupted: the server stopped]``): kill -9 loses no completed turn and no prompt, and
-``session/load`` shows the cut-short reply as such.
+and appends what the agent had said, marked as the kernel marks it
+(``INTERRUPTED_REPLY``): kill -9 loses no completed turn and no prompt, and
+``session/load`` shows the cut-short reply as such (``kernel.threads.view``: also a turn
+another process left cut).
 
 Sessions kept in ``acp-sessions.sqlite3`` (``--store none``, or an older version) move into the store on
 the first start (same ids), then removed from that file.
@@ -26,6 +27,7 @@ import time
 from typing import Any
 
 from onedoor import LOCAL_PRINCIPAL, Message
+from onedoor.kernel import INTERRUPTED_REPLY as INTERRUPTED  # what the kernel marks such a turn with
 from onedoor.threads import Thread, ThreadDesk, ThreadError, append_turn, check_thread_id
 
 from .sessions import PAGE_SIZE, Session, SessionPage, SessionStore, UnknownSession
@@ -35,10 +37,6 @@ log = logging.getLogger("onedoor.door.acp")
 PRINCIPAL = LOCAL_PRINCIPAL  # stdio and SLIM callers; the ACP door has no other
 LIST_BATCH = 100  # threads read per store call while filtering a listing by cwd
 LIST_BATCHES = 20  # at most this many per session/list call (a short page then has a cursor)
-try:
-    from onedoor.kernel import INTERRUPTED_REPLY as INTERRUPTED  # what the kernel marks such a turn with
-except ImportError:  # an older kernel
-    INTERRUPTED = "[reply interrupted: the server stopped]"
 
 
 def _clip(text: str) -> str:
@@ -101,8 +99,9 @@ def _unfinished(thread: Thread, base_count: Any, turn: list[Message]) -> list[Me
 class ThreadSessions:
     """The session manager (same methods as :class:`.sessions.SessionManager`) over a thread store."""
 
-    def __init__(self, store: Any, legacy: SessionStore, default_backend: str) -> None:
+    def __init__(self, store: Any, legacy: SessionStore, default_backend: str, view: Any = None) -> None:
         self.store = store
+        self.view = view or ThreadDesk(store).view  # a thread as readers see it (kernel.threads.view)
         self.legacy = legacy
         self.table = ThreadStateTable(legacy.db)
         self.default_backend = default_backend
@@ -216,8 +215,10 @@ class ThreadSessions:
         return session
 
     async def history(self, session: Session) -> list[dict[str, Any]]:
-        """The thread's messages (what session/load replays)."""
-        return [m.to_dict() for m in (await self._thread(session.id)).messages]
+        """The thread's messages (what session/load replays), as readers see them: a turn no
+        run answers any more (its server was killed) shown marked."""
+        await self._thread(session.id)  # unknown: says so
+        return [m.to_dict() for m in (await self.view(PRINCIPAL, session.id)).messages]
 
     async def fork(self, session_id: str, cwd: str) -> Session:
         source = await self._thread(session_id)

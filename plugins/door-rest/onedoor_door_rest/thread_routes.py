@@ -126,7 +126,7 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
         responses=_READ_ERRORS,
     )
     async def get_thread(request: Request, thread_id: str = thread_id_path) -> Any:
-        return json_response(thread_dict(await desk.get(ctx.principal_of(request.scope), thread_id)))
+        return json_response(thread_dict(await desk.view(ctx.principal_of(request.scope), thread_id)))
 
     @app.delete(
         "/threads/{thread_id}",

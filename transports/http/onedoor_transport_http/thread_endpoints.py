@@ -85,7 +85,7 @@ class ThreadEndpoints:
             limit, before = page_query(query_values(scope))
             await send_json(send, 200, self.views.page(await desk.page(principal, limit=limit, before=before)))
         elif method in ("GET", "HEAD"):
-            thread = await desk.get(principal, rest)
+            thread = await desk.view(principal, rest)
             await send_json(send, 200, await self.views.thread(thread, principal))
         elif method == "DELETE":
             await desk.delete(principal, rest)
