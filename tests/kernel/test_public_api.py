@@ -118,8 +118,18 @@ def test_the_face_exports_every_name_it_lists():
 
 def test_the_face_has_what_the_plugin_guide_and_a_backend_need():
     from onedoor import (  # noqa: F401 - importing is the test
-        AsgiMount, Kernel, Question, RunContext, RunFinished, RunStarted, ServeContext, SuspendAsker, TextDelta,
-        ThreadDesk, ToolSpec, hookimpl,
+        AsgiMount,
+        Kernel,
+        Question,
+        RunContext,
+        RunFinished,
+        RunStarted,
+        ServeContext,
+        SuspendAsker,
+        TextDelta,
+        ThreadDesk,
+        ToolSpec,
+        hookimpl,
     )
 
 

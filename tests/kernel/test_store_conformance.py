@@ -4,11 +4,16 @@ on a real file: the shared checks open two stores on that one file, as two serve
 from __future__ import annotations
 
 import pytest
-from onedoor.testing.store_conformance import CHECKS, SHARED_CHECKS, check_another_owners_thread_looks_unknown
+from onedoor.testing.store_conformance import (
+    CHECKS,
+    LEASE_CHECKS,
+    SHARED_CHECKS,
+    check_another_owners_thread_looks_unknown,
+)
 from onedoor.threads.sqlite import SQLiteThreadStore
 
 
-@pytest.mark.parametrize("check", CHECKS + SHARED_CHECKS, ids=lambda check: check.__name__)
+@pytest.mark.parametrize("check", CHECKS + SHARED_CHECKS + LEASE_CHECKS, ids=lambda check: check.__name__)
 async def test_sqlite_store_conforms(check, tmp_path):
     await check(lambda max_thread_chars: SQLiteThreadStore(tmp_path / "threads.db", max_thread_chars=max_thread_chars))
 

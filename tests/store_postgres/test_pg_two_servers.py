@@ -153,3 +153,32 @@ def test_many_turns_on_one_thread_through_both_servers_are_all_kept(servers: tup
     kept = _thread(two.base_url, thread_id).json()
     users = sorted(m["content"] for m in kept["messages"] if m["role"] == "user")
     assert users == sorted(f"worker {n} turn {t}" for n in range(20) for t in range(3))
+
+
+def test_a_turn_cut_on_one_server_is_shown_marked_through_the_other(postgres: Any, tmp_path: Any) -> None:
+    """#24 item 6 on PostgreSQL: while server one answers, server two shows the turn as it is;
+    once server one is killed, server two shows it marked, before anyone writes to it."""
+    import signal
+
+    from onedoor.kernel import INTERRUPTED_REPLY
+    from onedoor_transport_http.testing import start_server
+
+    common = ["--door", "rest", "--store", "postgres", "-o", f"postgres.dsn={postgres.dsn}", "-o", "rest.on_disconnect=finish"]
+    with start_server(common) as reader:
+        killed = start_server(common)
+        try:
+            thread_id = httpx.post(f"{killed.base_url}/rest/threads", json={}, timeout=30).json()["id"]
+            with httpx.stream("POST", f"{killed.base_url}/rest/threads/{thread_id}/chat/stream",
+                              json={"message": "/slow /long 400 cut me"}, timeout=60) as stream:
+                for line in stream.iter_lines():
+                    if line.startswith("event: text_delta"):
+                        break
+            live = httpx.get(f"{reader.base_url}/rest/threads/{thread_id}", timeout=30).json()["messages"]
+            assert live[-1]["role"] == "user" and live[-1]["content"] == "/slow /long 400 cut me"
+            killed.proc.send_signal(signal.SIGKILL)
+            killed.proc.wait(timeout=30)
+        finally:
+            if killed.proc.poll() is None:
+                killed.proc.kill()
+        cut = httpx.get(f"{reader.base_url}/rest/threads/{thread_id}", timeout=30).json()["messages"]
+        assert [(m["role"], m["content"]) for m in cut[-2:]] == [("user", "/slow /long 400 cut me"), ("assistant", INTERRUPTED_REPLY)]

@@ -308,6 +308,34 @@ async def check_concurrent_writers_on_two_stores(make_store: StoreFactory) -> No
         assert pairs == sorted((f"question {n}", f"answer {n}") for n in range(writers)), pairs
 
 
+# -- turn leases (onedoor.threads.leases), for stores that keep them -----------------------
+async def check_turn_leases(make_store: StoreFactory) -> None:
+    """A lease makes a thread's turn live for everyone but its own run; closing it, letting
+    it run out, or a holder process that is gone (this host) ends it; leases are per owner."""
+    import time
+
+    from ..threads.leases import holder
+
+    owner = _name("alice")
+    async with _opened(make_store) as store:
+        thread = await store.create(owner)
+        now = time.time()
+        assert await store.turn_live(owner, thread.id) is False, "no turn is open"
+        await store.turn_open(owner, thread.id, "run-1", holder(), now + 10)
+        assert await store.turn_live(owner, thread.id) is True
+        assert await store.turn_live(owner, thread.id, besides="run-1") is False, "besides: its own run"
+        assert await store.turn_live(_name("bob"), thread.id) is False, "another owner's thread"
+        await store.turn_renew(holder(), now + 20)
+        await store.turn_close("run-1")
+        assert await store.turn_live(owner, thread.id) is False, "closed"
+        await store.turn_open(owner, thread.id, "run-2", holder(), now - 1)
+        assert await store.turn_live(owner, thread.id) is False, "its lease ran out"
+        await store.turn_open(owner, thread.id, "run-3", "another-host.example:1:x", now + 10)
+        await store.turn_open(owner, thread.id, "run-4", f"{holder().split(':')[0]}:999999999:gone", now + 10)
+        assert await store.turn_live(owner, thread.id, besides="run-3") is False, "a holder process that is gone"
+        assert await store.turn_live(owner, thread.id) is True, "another host's live lease counts"
+
+
 CHECKS: list[Check] = [
     check_create_and_get,
     check_messages_round_trip,
@@ -323,12 +351,16 @@ CHECKS: list[Check] = [
     check_close_twice,
 ]
 SHARED_CHECKS: list[Check] = [check_two_stores_share_threads, check_concurrent_writers_on_two_stores]
+LEASE_CHECKS: list[Check] = [check_turn_leases]  # for a store with the optional turn-lease calls
 
 
-async def run_all(make_store: StoreFactory, *, shared: bool = False) -> None:
-    """Every check in turn (the shared ones too with ``shared``); the first failure raises."""
-    for check in CHECKS + (SHARED_CHECKS if shared else []):
+async def run_all(make_store: StoreFactory, *, shared: bool = False, leases: bool = False) -> None:
+    """Every check in turn (the shared ones too with ``shared``, the lease ones with
+    ``leases``); the first failure raises."""
+    for check in CHECKS + (SHARED_CHECKS if shared else []) + (LEASE_CHECKS if leases else []):
         await check(make_store)
 
 
-__all__ = ["CHECKS", "SHARED_CHECKS", "StoreFactory", "run_all", "TURN"] + [c.__name__ for c in CHECKS + SHARED_CHECKS]
+__all__ = ["CHECKS", "LEASE_CHECKS", "SHARED_CHECKS", "StoreFactory", "run_all", "TURN"] + [
+    c.__name__ for c in CHECKS + SHARED_CHECKS + LEASE_CHECKS
+]

@@ -29,6 +29,16 @@ SCHEMA = (
     """,
     "CREATE INDEX IF NOT EXISTS onedoor_threads_by_owner ON onedoor_threads (owner, updated_at DESC, id DESC)",
     """
+    CREATE TABLE IF NOT EXISTS onedoor_thread_turns (
+        run_id text COLLATE "C" PRIMARY KEY,
+        owner text NOT NULL,
+        thread_id text COLLATE "C" NOT NULL,
+        holder text NOT NULL,
+        lease_until double precision NOT NULL
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS onedoor_thread_turns_by_thread ON onedoor_thread_turns (thread_id, owner)",
+    """
     CREATE TABLE IF NOT EXISTS onedoor_messages (
         thread_id text COLLATE "C" NOT NULL REFERENCES onedoor_threads (id) ON DELETE CASCADE,
         seq integer NOT NULL,

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from typing import Any, AsyncIterator, Sequence
 
 import psycopg
@@ -31,6 +32,7 @@ from onedoor.threads import (
     new_thread_id,
     title_from,
 )
+from onedoor.threads.leases import holder_alive
 
 from . import journal
 from .pool import ConnectionPool
@@ -188,7 +190,36 @@ class PostgresThreadStore:
                 cursor = await conn.execute("DELETE FROM onedoor_threads WHERE id = %s AND owner = %s", (thread_id, owner))
                 if cursor.rowcount > 0:  # its runs' journals hold its text too
                     await journal.forget_thread(conn, thread_id, owner)
+                    await conn.execute("DELETE FROM onedoor_thread_turns WHERE thread_id = %s AND owner = %s",
+                                       (thread_id, owner))
             return cursor.rowcount > 0
+
+    # -- turn leases (onedoor.threads.leases) --------------------------------------------
+    async def turn_open(self, owner: str, thread_id: str, run_id: str, holder: str, lease_until: float) -> None:
+        async with self._connection() as conn:
+            await conn.execute(
+                "INSERT INTO onedoor_thread_turns VALUES (%s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE "
+                "SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until",
+                (run_id, owner, thread_id, holder, lease_until),
+            )
+
+    async def turn_close(self, run_id: str) -> None:
+        async with self._connection() as conn:
+            await conn.execute("DELETE FROM onedoor_thread_turns WHERE run_id = %s", (run_id,))
+
+    async def turn_renew(self, holder: str, lease_until: float) -> None:
+        async with self._connection() as conn:
+            await conn.execute("UPDATE onedoor_thread_turns SET lease_until = %s WHERE holder = %s", (lease_until, holder))
+
+    async def turn_live(self, owner: str, thread_id: str, *, besides: str = "") -> bool:
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "SELECT holder, lease_until FROM onedoor_thread_turns WHERE thread_id = %s AND owner = %s AND run_id <> %s",
+                (thread_id, owner, besides),
+            )
+            rows = await cursor.fetchall()
+        now = time.time()
+        return any(until > now and holder_alive(holder) is not False for holder, until in rows)
 
     # -- shared journals (onedoor.journal.shared) ---------------------------------------
     async def journal_open(self, run_id: str, principal: str, server_id: str, thread_id: str | None,
