@@ -5,6 +5,7 @@ it, and is told when the server running it died."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -189,3 +190,74 @@ async def test_a_reused_run_id_never_continues_another_principals_journal(two_se
     finally:
         await c.store.close()
     assert await b.journals.find("r-same", "bob") is on_b  # b's own, local
+
+
+OTHER_SERVER = """
+import asyncio, json, sys
+from onedoor.builtins.scripted import ScriptedOptions, scripted
+from onedoor.kernel import Backend, Kernel
+from onedoor.threads.sqlite import SQLiteThreadStore
+
+async def main(path):
+    store = SQLiteThreadStore(path, shared_journal=True, busy_timeout=0.2)
+    kernel = Kernel(Backend("scripted", lambda: scripted(ScriptedOptions(mode="async", delay=0.02, tool=False))),
+                    store=store)
+    journal = kernel.journals.start(kernel.run("/long 150 through a lock", run_id="locked-run"), on_disconnect="finish")
+    print("started", flush=True)
+    seqs = [seq async for seq, _ in journal.follow(after=0)]
+    print(json.dumps(seqs), flush=True)
+    await asyncio.sleep(1.5)  # let the writer backfill what the store lacked
+    await store.close()
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+async def test_a_locked_sqlite_file_mid_run_loses_no_sharing(tmp_path):
+    """#24 item 5 on SQLite shared journals: another process holds the file's write lock for
+    a while in mid-run (writes fail: 'database is locked'); sharing resumes, and a reader in
+    this process, following the run through the file, gets every event once, ending as it did."""
+    import json
+    import sqlite3
+    import subprocess
+    import sys
+
+    path = tmp_path / "threads.db"
+    SQLiteThreadStore(path)  # the tables
+    warm = SQLiteThreadStore(path, shared_journal=True)
+    await warm.create("local")
+    await warm.close()
+    proc = subprocess.Popen([sys.executable, "-c", OTHER_SERVER, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "started"
+    reader_store = SQLiteThreadStore(path, shared_journal=True)
+    kernel = Kernel(Backend("scripted", lambda: scripted(ScriptedOptions())), store=reader_store)
+    journal = None
+    for _ in range(200):
+        journal = await kernel.journals.find("locked-run", "local")
+        if journal is not None:
+            break
+        await asyncio.sleep(0.02)
+    assert journal is not None, "the other process shares its journal"
+    got: list[int] = []
+    ending: list = []
+
+    async def read() -> None:
+        async for seq, event in journal.follow(after=0):
+            got.append(seq)
+            ending[:] = [event]
+
+    reading = asyncio.ensure_future(read())
+    await asyncio.sleep(0.5)
+    lock = sqlite3.connect(path, timeout=5, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")  # the other process's writes fail meanwhile
+    await asyncio.sleep(1.5)
+    lock.execute("ROLLBACK")
+    lock.close()
+    await asyncio.wait_for(reading, 60)
+    out, err = proc.communicate(timeout=60)
+    local = json.loads(out.strip().splitlines()[-1])
+    assert got == local == list(range(1, len(local) + 1)), (got[-3:], local[-3:])
+    assert type(ending[0]) is RunFinished and ending[0].stop_reason == "end_turn", ending
+    assert "Traceback" not in err, err[-2000:]
+    await reader_store.close()

@@ -52,11 +52,12 @@ from .shared import (
     JournalWriter,
     RemoteJournal,
     SharedJournalStore,
+    StoreOutage,
     shared_store,
 )
 
 __all__ = [
     "CURSOR_PATTERN", "LEASE_RENEW", "LEASE_TTL", "ON_DISCONNECT", "RUN_ID", "RUN_ID_PATTERN", "SERVER_ID", "STOPPED",
     "Cursor", "CursorError", "CursorExpired", "JournalPage", "JournalWriter", "Journaled", "Journals", "OnDisconnect", "RemoteJournal",
-    "RunJournal", "SharedJournalStore", "parse_cursor", "read_cursor", "shared_store",
+    "RunJournal", "SharedJournalStore", "StoreOutage", "parse_cursor", "read_cursor", "shared_store",
 ]

@@ -16,19 +16,26 @@ lives. Then:
 - ``cancel()`` on a remote journal asks the store; the driving server sees it when it
   next writes or renews its lease (at most ``LEASE_RENEW`` seconds) and cancels the run.
 
-A store write that fails stops the sharing of that run (logged); the run goes on for
-its local readers, and its turn still goes to its thread the usual way.
+A store write that fails (the database restarting, a network gone) is tried again, backing
+off, until it goes through: the run goes on meanwhile, what it sent is written once the
+store is back (its lease renewed), and no reader anywhere is told the run failed or its
+server stopped because of an outage. This server's readers wait for the store at most
+``OUTAGE_GRACE`` seconds, then go on without it; a reader on another server retries its
+reads for ``READ_GRACE`` seconds, then ends its stream without an ending (the client
+reconnects with its cursor).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
 
+from ..errors import OnedoorError
 from ..events import STOP_SUSPENDED, Event, RunFailed, RunFinished, event_from_json, event_to_json
 from .cursors import CursorExpired
 
@@ -36,6 +43,9 @@ log = logging.getLogger("onedoor.journal")
 
 LEASE_TTL = 10.0  # seconds a run's lease lasts without renewal
 LEASE_RENEW = 2.0  # how often the driving server renews it (and looks for a cancel)
+RETRY_FIRST, RETRY_MAX = 0.05, 1.0  # back-off of a write the store refused (an outage)
+OUTAGE_GRACE = 30.0  # seconds this server's readers wait for the store before they go on without it
+READ_GRACE = 30.0  # seconds a reader on another server retries reads while the store is out
 SERVER_ID = os.urandom(6).hex()  # this process, as journal rows name it
 STOPPED = "the server running it stopped"
 
@@ -109,34 +119,80 @@ class JournalWriter:
     async def _run(self) -> None:
         journal, store = self.journal, self.store
         try:
-            if not await store.journal_open(journal.run_id, journal.principal, SERVER_ID, journal.thread_id,
-                                            time.time() + LEASE_TTL):
-                raise RuntimeError("its run id is another run's in the store")
-            await store.journal_prune(time.time() - self.retention)
+            claimed = await self._until_stored(lambda: store.journal_open(
+                journal.run_id, journal.principal, SERVER_ID, journal.thread_id, time.time() + LEASE_TTL))
+            if not claimed:
+                log.warning("run %s: its journal is not shared (its run id is another run's in the store)", journal.run_id)
+                self.failed = True
+                journal._durable(None)
+                return
+            with contextlib.suppress(Exception):
+                await store.journal_prune(time.time() - self.retention)
             self.written = journal.first_held_seq - 1
-            while True:
+            while not await self._write_once():
                 try:
                     await asyncio.wait_for(self._wake.wait(), LEASE_RENEW)
                 except TimeoutError:
                     pass
                 self._wake.clear()
-                upto = journal.last_seq
-                pending = [event_to_json(e) for e in journal.events_after(self.written)]
-                ended = journal.done
-                parked = not ended and not journal.running and upto >= journal.last_seq
-                lease = time.time() + (self.parked_for if parked else LEASE_TTL)
-                cancel = await store.journal_write(journal.run_id, self.written + 1, pending, lease_until=lease,
-                                                   ended=ended)
-                self.written = upto
-                journal._durable(upto)
-                if cancel:
-                    journal.cancel()
-                if ended or parked:
-                    return
-        except Exception as exc:  # noqa: BLE001 - the store failed: stop sharing, keep the run going here
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug of ours, not the store's: stop sharing, keep the run going here
             log.warning("run %s: its journal is no longer shared (%s: %s)", journal.run_id, type(exc).__name__, exc)
             self.failed = True
             journal._durable(None)
+
+    async def _write_once(self) -> bool:
+        """Write what the store lacks and renew the lease, retrying while the store is out;
+        True once the run's ending (or its parking) is written."""
+        journal, store = self.journal, self.store
+        upto = journal.last_seq
+        if self.written + 1 < journal.first_held_seq:  # a long outage outlasted the events kept here
+            log.warning("run %s: %d events were never shared (the store was out too long)", journal.run_id,
+                        journal.first_held_seq - 1 - self.written)
+            self.written = journal.first_held_seq - 1
+        pending = [event_to_json(e) for e in journal.events_after(self.written)]
+        ended = journal.done
+        parked = not ended and not journal.running and upto >= journal.last_seq
+        cancel = await self._until_stored(lambda: store.journal_write(
+            journal.run_id, self.written + 1, pending,
+            lease_until=time.time() + (self.parked_for if parked else LEASE_TTL), ended=ended))
+        if cancel is _GAVE_UP:
+            return True
+        self.written = upto
+        journal._durable(upto)
+        if cancel:
+            journal.cancel()
+        return ended or parked
+
+    async def _until_stored(self, call: Any) -> Any:
+        """``await call()``, again (backing off to ``RETRY_MAX`` seconds) while the store fails:
+        the run goes on here meanwhile, and what it sent is written once the store is back.
+        Readers on this server wait for it at most ``OUTAGE_GRACE`` seconds, then get the
+        events without it. Gives up (``_GAVE_UP``) once the kernel no longer keeps the journal."""
+        journal, pause, since = self.journal, RETRY_FIRST, None
+        while True:
+            try:
+                result = await call()
+            except Exception as exc:  # noqa: BLE001 - unreachable, restarting, a network gone: try again
+                if since is None:
+                    since = time.monotonic()
+                    log.warning("run %s: the store is out (%s: %s); its journal is shared again when it is back",
+                                journal.run_id, type(exc).__name__, exc)
+                if journal.dropped:
+                    self.failed = True
+                    return _GAVE_UP
+                if time.monotonic() - since > OUTAGE_GRACE and journal._durable_seq is not None:
+                    journal._durable(None)  # this server's readers stop waiting for the store
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RETRY_MAX)
+                continue
+            if since is not None:
+                log.info("run %s: the store is back; its journal is shared again", journal.run_id)
+            return result
+
+
+_GAVE_UP = object()
 
 
 class RemoteJournal:
@@ -158,25 +214,55 @@ class RemoteJournal:
     def cancel(self) -> None:
         asyncio.get_running_loop().create_task(self.store.journal_cancel(self.run_id, self.principal))
 
+    async def _read(self, after: int, limit: int = 500) -> JournalPage | None:
+        """A page from the store, reading again (backing off) while the store is out, for at
+        most ``READ_GRACE`` seconds; then :class:`StoreOutage` (the reader ends its stream
+        without an ending it does not know)."""
+        pause, since = RETRY_FIRST, time.monotonic()
+        while True:
+            try:
+                return await self.store.journal_read(self.run_id, self.principal, after, limit=limit)
+            except Exception as exc:  # noqa: BLE001 - unreachable, restarting: try again for a while
+                if time.monotonic() - since > READ_GRACE:
+                    raise StoreOutage(f"the store has been out for {READ_GRACE:g} s ({type(exc).__name__})") from None
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RETRY_MAX)
+
     async def _ends_at(self, seq: int) -> bool:
-        page = await self.store.journal_read(self.run_id, self.principal, seq - 1, limit=1)
+        page = await self._read(seq - 1, limit=1)
         if page is None or not page.events:
             return False
         return isinstance(event_from_json(page.events[0][1]), (RunFinished, RunFailed))
 
+    async def _stopped(self, page: JournalPage) -> bool:
+        """The lease has run out with no ending: the server running it stopped, unless it
+        renews the lease (or writes more) within one renewal and a retry, which it does
+        right after an outage of the store that kept it from renewing."""
+        if page.lease_until >= time.time():
+            return False
+        await asyncio.sleep(LEASE_RENEW + RETRY_MAX)
+        again = await self._read(page.last_seq)
+        return again is not None and not again.events and not again.ended and again.lease_until < time.time()
+
     async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, Event]]:
-        page = await self.store.journal_read(self.run_id, self.principal, after)
+        page = await self._read(after)
         if page is None:
             raise CursorExpired(f"run {self.run_id} is no longer kept")
         if after + 1 < page.first_seq:
             raise CursorExpired(f"events after {self.cursor(after)} are no longer kept; read the thread instead")
-        if after > page.last_seq:
+        if after > page.last_seq and page.ended:
             raise CursorExpired(f"{self.cursor(after)} is not a cursor this run gave out")
-        if not page.events and after >= 1 and await self._ends_at(after):
+        # (a cursor ahead of the store, of a run going on: its server's readers got events the
+        # store lacked during an outage; they are written when it is back, so wait for them)
+        if not page.events and after >= 1 and after <= page.last_seq and await self._ends_at(after):
             return  # the cursor is the run's ending (or its waiting for answers): nothing more now
         seq, pause = after, 0.005
         while True:
             for number, text in page.events:
+                if number <= seq:
+                    continue
+                if number != seq + 1:
+                    raise CursorExpired(f"events {seq + 1} to {number - 1} of run {self.run_id} were never shared")
                 event = event_from_json(text)
                 seq = number
                 yield number, event
@@ -186,7 +272,7 @@ class RemoteJournal:
             if page.ended and not page.events:
                 return
             if not page.events:
-                if page.lease_until < time.time():
+                if await self._stopped(page):
                     self.done = True
                     yield seq + 1, RunFailed(self.run_id, STOPPED)
                     return
@@ -194,8 +280,13 @@ class RemoteJournal:
                 pause = min(pause * 2, 0.2)
             else:
                 pause = 0.005
-            fresh = await self.store.journal_read(self.run_id, self.principal, seq)
+            fresh = await self._read(seq)
             if fresh is None:
                 return
             page = fresh
             self.last_seq = page.last_seq
+
+
+class StoreOutage(OnedoorError):
+    """A reader on another server could not read the store for ``READ_GRACE`` seconds: its
+    stream ends without an ending (the client reconnects with its cursor)."""

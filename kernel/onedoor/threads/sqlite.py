@@ -66,10 +66,12 @@ class SQLiteThreadStore:
     """``SQLiteThreadStore(path, max_thread_chars=...)``; ``:memory:`` for a throwaway one."""
 
     def __init__(
-        self, path: str | os.PathLike[str], *, max_thread_chars: int = 2_000_000, shared_journal: bool = False
+        self, path: str | os.PathLike[str], *, max_thread_chars: int = 2_000_000, shared_journal: bool = False,
+        busy_timeout: float = 30.0,
     ) -> None:
         self.path = str(path)
         self.max_thread_chars = max_thread_chars
+        self.busy_timeout = busy_timeout  # seconds a call waits for another process's write lock
         self.shares_journals = shared_journal  # see onedoor.journal.shared (several processes, one file)
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="onedoor-sqlite")
         self._db: sqlite3.Connection | None = None
@@ -83,7 +85,7 @@ class SQLiteThreadStore:
         if self._db is None:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")

@@ -42,6 +42,9 @@ def data_dir(configured: str = "") -> Path:
 class SQLiteOptions:
     path: str = field(default="", metadata={"help": f"the SQLite file (default: DATA_DIR/{THREADS_FILE})"})
     max_thread_chars: int = field(default=2_000_000, metadata={"help": "largest thread, in characters"})
+    busy_timeout: float = field(
+        default=30.0, metadata={"help": "seconds a call waits while another process holds the file's write lock"}
+    )
     shared_journal: bool = field(
         default=False,
         metadata={"help": "keep run journals in the file too, so servers sharing it can reattach each other's readers"},
@@ -50,6 +53,8 @@ class SQLiteOptions:
     def __post_init__(self) -> None:
         if self.max_thread_chars < 1000:
             raise ValueError("max_thread_chars must be at least 1000")
+        if not self.busy_timeout > 0:
+            raise ValueError("busy_timeout must be more than 0 seconds")
 
 
 def sqlite(options: SQLiteOptions | None = None) -> Any:
@@ -58,7 +63,8 @@ def sqlite(options: SQLiteOptions | None = None) -> Any:
 
     options = options or SQLiteOptions()
     path = Path(options.path).expanduser() if options.path else data_dir() / THREADS_FILE
-    return SQLiteThreadStore(path, max_thread_chars=options.max_thread_chars, shared_journal=options.shared_journal)
+    return SQLiteThreadStore(path, max_thread_chars=options.max_thread_chars, shared_journal=options.shared_journal,
+                             busy_timeout=options.busy_timeout)
 
 
 sqlite.Options = SQLiteOptions  # type: ignore[attr-defined]

@@ -22,6 +22,7 @@ from typing import Any, AsyncIterator
 from urllib.parse import parse_qs
 
 from onedoor import CursorExpired, RunJournal, read_cursor
+from onedoor.journal import StoreOutage
 
 
 def requested_cursor(scope: dict[str, Any]) -> str | None:
@@ -64,6 +65,7 @@ class JournalSource:
         self.seq = after  # the number of the event read last
         self.outcome: Any = None
         self.behind = ""
+        self.cut = ""  # why the reading stopped with the run going on (no ending is sent: the client reconnects)
         self._reader = reader if reader is not None else journal.follow(after=after)
         self._first = first
         self._task: asyncio.Task[Any] | None = None
@@ -100,6 +102,8 @@ class JournalSource:
                 yield pair
         except CursorExpired as exc:  # a reader slower than the journal's event cap: nothing more to give
             self.behind = str(exc)
+        except StoreOutage as exc:  # another server's run, and the store is out: the client comes back later
+            self.cut = str(exc)
 
     def cancel(self, grace: float | None = None) -> None:
         """The client went away: stop reading (leaving the journal tells the run)."""
