@@ -193,6 +193,9 @@ def test_listing_pages(server):
         ("GET", "threads?limit=%E2%91%A0", 422, "limit"),  # "①" is a digit to str.isdigit, not to int()
         ("GET", "threads?limit=%C2%B2", 422, "limit"),
         ("GET", "threads?before=%00", 422, "before"),
+        ("GET", "threads?limit=" + "9" * 4301, 422, "limit"),  # past Python's int() digit limit: never a 500
+        ("GET", "threads?limit=%D9%A3", 422, "limit"),  # an Arabic-Indic digit: a digit to str.isdigit, ASCII only here
+        ("GET", "threads?before=..", 422, "before"),  # (a thread id is never only dots)
         ("GET", "threads/no-such-thread", 404, "no thread"),
         ("POST", "threads", 405, "not allowed"),
         ("PUT", "threads/x", 405, "not allowed"),
@@ -207,7 +210,8 @@ def test_bad_thread_requests_get_clear_errors(server, method, path, status, word
 
 @pytest.mark.parametrize(
     ("thread_id", "status", "words"),
-    [("bad id!", 422, "threadId"), ("x" * 200, 422, "threadId"), ("../etc", 422, "threadId"), ("", 422, "threadId")],
+    [("bad id!", 422, "threadId"), ("x" * 200, 422, "threadId"), ("../etc", 422, "threadId"), ("", 422, "threadId"),
+     (".", 422, "threadId"), ("..", 422, "threadId"), ("...", 422, "threadId")],  # only dots: no URL path can name them
 )
 def test_bad_thread_ids_are_refused_before_anything_streams(server, thread_id, status, words):
     answer = run(server, thread_id, [user("hi")])
