@@ -1,4 +1,5 @@
-"""Helpers for the A2A door tests: the Python client (a2a-sdk) calls, and a real `onedoor serve --door a2a` process with its run outcomes.
+"""Helpers for the A2A door tests: the Python client (a2a-sdk) calls, and a real
+`onedoor serve --door a2a` process with its run outcomes.
 
 (A uniquely named module: conftest puts this folder on sys.path for it; the helpers every
 folder shares are in tests/onedoor_test_support.py.)"""
