@@ -121,7 +121,8 @@ def test_messages_to_an_ended_task_are_refused_and_leave_nothing_behind(served: 
     headers = {**V1, "Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(timeout=30) as http:
         for n in range(60):  # enough for the server's garbage collector to run meanwhile
-            body = {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {"message": {**again, "messageId": f"m{n}"}}}
+            message = {**again, "messageId": f"m{n}"}
+            body = {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {"message": message}}
             error = rpc_error(http.post(served.a2a_url + "/", json=body, headers=headers), -32004, n)
             assert "terminal state: TASK_STATE_COMPLETED" in error["message"], error
             rest = http.post(served.a2a_url + "/rest/message:send", json={"message": {**again, "messageId": f"r{n}"}},

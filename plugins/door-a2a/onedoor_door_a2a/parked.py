@@ -76,7 +76,8 @@ async def why_ended(kernel: Any, link: TaskLink, ttl: float) -> str:
             await kernel.threads.get(link.principal, link.thread_id)
         except ThreadError as exc:
             if exc.reason == "not_found":
-                return f"the conversation (thread {link.thread_id!r}) was deleted, and the run waiting for an answer with it"
+                return (f"the conversation (thread {link.thread_id!r}) was deleted, and the run waiting for an "
+                        "answer with it")
     if link.expires_at is not None and time.time() >= link.expires_at - EXPIRY_SLACK:
         return f"the question expired unanswered (after {ttl:g} s): the run ended cancelled"
     return "the run was cancelled while it waited for an answer"
