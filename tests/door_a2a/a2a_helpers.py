@@ -1,4 +1,5 @@
-"""Helpers for the A2A door tests: a real `onedoor serve --door a2a` process and its run outcomes.
+"""Helpers for the A2A door tests: the Python client (a2a-sdk) calls, and a real
+`onedoor serve --door a2a` process with its run outcomes.
 
 (A uniquely named module: conftest puts this folder on sys.path for it; the helpers every
 folder shares are in tests/onedoor_test_support.py.)"""
@@ -16,12 +17,48 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.helpers import new_text_message
+from a2a.types import Role, SendMessageRequest
 from onedoor_test_support import wait_for
 
 HERE = Path(__file__).parent
 LAUNCHER = HERE / "a2a_test_launcher.py"
 TOKEN = "a2a-door-test-token-0123456789"
 _LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+# -- the Python client (a2a-sdk) ------------------------------------------------------------
+def ask(text: str, *, task_id: str = "", context_id: str = "") -> SendMessageRequest:
+    message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id or None, context_id=context_id or None)
+    return SendMessageRequest(message=message)
+
+
+def reply_of(task: Any) -> str:
+    return "".join(p.text for a in task.artifacts for p in a.parts)
+
+
+def parts_of(task: Any) -> list[str]:
+    return [p.text for a in task.artifacts for p in a.parts]
+
+
+async def clients(http: httpx.AsyncClient, base: str, binding: str = "JSONRPC") -> tuple[Any, Any, Any]:
+    """(card, a client that sends, a client that streams)."""
+    card = await A2ACardResolver(http, base).get_agent_card()
+    plain = ClientFactory(ClientConfig(httpx_client=http, streaming=False, supported_protocol_bindings=[binding]))
+    streaming = ClientFactory(ClientConfig(httpx_client=http, streaming=True, supported_protocol_bindings=[binding]))
+    return card, plain.create(card), streaming.create(card)
+
+
+def authorized() -> httpx.AsyncClient:
+    return httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+
+
+async def send(client: Any, request: SendMessageRequest) -> Any:
+    events = [event async for event in client.send_message(request)]
+    assert len(events) == 1 and events[0].HasField("task"), events
+    return events[0].task
 
 
 class A2aServer:

@@ -113,6 +113,26 @@ async def test_the_python_client_reports_a_wrong_token_and_an_unknown_task(serve
         assert events[0].task.status.state == TaskState.TASK_STATE_COMPLETED
 
 
+def test_messages_to_an_ended_task_are_refused_and_leave_nothing_behind(served: Any) -> None:
+    """The door refuses them before the SDK sets the task up again (a2a-sdk would leave the
+    event queues of each attempt running, and log a traceback per queue once collected)."""
+    done = rpc(served, SEND).json()["result"]["task"]
+    again = {**SEND["params"]["message"], "taskId": done["id"], "contextId": done["contextId"]}
+    headers = {**V1, "Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(timeout=30) as http:
+        for n in range(60):  # enough for the server's garbage collector to run meanwhile
+            message = {**again, "messageId": f"m{n}"}
+            body = {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {"message": message}}
+            error = rpc_error(http.post(served.a2a_url + "/", json=body, headers=headers), -32004, n)
+            assert "terminal state: TASK_STATE_COMPLETED" in error["message"], error
+            rest = http.post(served.a2a_url + "/rest/message:send", json={"message": {**again, "messageId": f"r{n}"}},
+                             headers=headers)
+            assert rest.status_code == 400 and "terminal state" in rest.json()["error"]["message"], rest.text
+    still_serves(served)
+    errors = served.stderr()
+    assert traceback_in(errors) is None and "Task was destroyed but it is pending" not in errors, errors[-3000:]
+
+
 def test_another_principal_cannot_see_a_task(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text("alice alice-token-0123456789\nbob bob-token-0123456789\n", "utf-8")
@@ -122,10 +142,12 @@ def test_another_principal_cannot_see_a_task(tmp_path: Path) -> None:
         get = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task["id"]}}
         rpc_error(rpc(server, get, token="bob-token-0123456789"), -32001)
         assert rpc(server, get, token="alice-token-0123456789").json()["result"]["id"] == task["id"]
-        # the context names alice's thread: bob sending on it gets a thread of his own, not hers
+        # the context names alice's thread: bob sending on it is refused (the id is taken), no task is made
         on_context = {**SEND, "params": {"message": {**SEND["params"]["message"], "contextId": task["contextId"]}}}
-        bob = rpc(server, on_context, token="bob-token-0123456789").json()
-        assert bob["result"]["task"]["status"]["state"] == "TASK_STATE_FAILED", bob
+        refused = rpc_error(rpc(server, on_context, token="bob-token-0123456789"), -32602)
+        assert refused["data"][0]["metadata"]["error"] == "thread_taken", refused
+        listed = {"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {}}
+        assert rpc(server, listed, token="bob-token-0123456789").json()["result"].get("tasks", []) == []
     finally:
         server.stop()
 

@@ -1,6 +1,7 @@
 """The A2A door with the official JS client, @a2a-js/sdk 1.3.0 (tests/door_a2a/js, pinned in
 package-lock.json), against a real `onedoor serve` process: the card, a reply, a stream that
-grows, a cancel that stops the backend (the observer hook sees it), an unknown task, and a
+grows (applied as the protocol says, it is the reply once; the stored task holds it as one
+part), a cancel that stops the backend (the observer hook sees it), an unknown task, and a
 wrong token."""
 
 from __future__ import annotations
@@ -32,9 +33,14 @@ def test_the_js_client_sends_streams_and_cancels(served: Any) -> None:
     out = run_client(node, served.a2a_url, TOKEN)
     assert "error" not in out, out
     assert out["card"] == {"name": "onedoor (scripted)", "streaming": True, "schemes": ["bearer"]}
-    assert out["send"] == {"state": "TASK_STATE_COMPLETED", "text": "You said: hello node (2 words, turn 1)"}
-    assert len(out["stream"]["pieces"]) > 2 and out["stream"]["last"] == "TASK_STATE_COMPLETED"
-    assert "".join(out["stream"]["pieces"]) == "You said: node stream please (3 words, turn 1)"
+    assert out["send"] == {"state": "TASK_STATE_COMPLETED", "text": "You said: hello node (2 words, turn 1)", "parts": 1}
+    stream = out["stream"]
+    reply = "You said: node stream please (3 words, turn 1)"
+    assert len(stream["pieces"]) > 2 and stream["last"] == "TASK_STATE_COMPLETED"
+    assert "".join(stream["pieces"]) == reply  # the deltas, as they came
+    assert stream["text"] == reply  # the artifact the updates make (the last one replaces it: the whole text)
+    assert stream["final"] == {"append": False, "lastChunk": True, "parts": 1}
+    assert stream["stored"] == [reply]
     assert out["cancel"]["state"] == "TASK_STATE_CANCELED" and out["cancel"]["get"] == "TASK_STATE_CANCELED"
     assert out["cancel"]["seen"] < 50
     assert "Task not found" in out["unknown"], out["unknown"]

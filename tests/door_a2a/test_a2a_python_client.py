@@ -3,7 +3,9 @@
 The card, a message and its reply, a stream whose text grows, a cancel mid-stream that
 really stops the backend (the launcher's observer hook sees the run end cancelled with
 no worker thread left), a question as ``input-required`` answered by the next message,
-the ``contextId`` as an onedoor thread, the HTTP+JSON binding and re-subscription.
+the ``contextId`` as an onedoor thread, the HTTP+JSON binding and re-subscription. A
+task's reply is one text part once it has ended, streamed or not (the stream's deltas and
+then one update with the whole text, which replaces the artifact as the protocol says).
 """
 
 from __future__ import annotations
@@ -12,48 +14,21 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.helpers import new_text_message
+from a2a.client import A2ACardResolver
+from a2a.helpers import get_artifact_text
+from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
-    Role,
-    SendMessageRequest,
     SubscribeToTaskRequest,
+    Task,
     TaskState,
 )
-from a2a_helpers import TOKEN
+from a2a_helpers import ask, authorized, clients, parts_of, reply_of, send
 
 pytestmark = pytest.mark.timeout(120)
 
 COMPLETED = TaskState.TASK_STATE_COMPLETED
-
-
-def ask(text: str, *, task_id: str = "", context_id: str = "") -> SendMessageRequest:
-    message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id or None, context_id=context_id or None)
-    return SendMessageRequest(message=message)
-
-
-def reply_of(task: Any) -> str:
-    return "".join(p.text for a in task.artifacts for p in a.parts)
-
-
-async def clients(http: httpx.AsyncClient, base: str, binding: str = "JSONRPC") -> tuple[Any, Any, Any]:
-    """(card, a client that sends, a client that streams)."""
-    card = await A2ACardResolver(http, base).get_agent_card()
-    plain = ClientFactory(ClientConfig(httpx_client=http, streaming=False, supported_protocol_bindings=[binding]))
-    streaming = ClientFactory(ClientConfig(httpx_client=http, streaming=True, supported_protocol_bindings=[binding]))
-    return card, plain.create(card), streaming.create(card)
-
-
-def authorized() -> httpx.AsyncClient:
-    return httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-
-
-async def send(client: Any, request: SendMessageRequest) -> Any:
-    events = [event async for event in client.send_message(request)]
-    assert len(events) == 1 and events[0].HasField("task"), events
-    return events[0].task
 
 
 async def test_the_card_names_the_agent_its_skill_streaming_and_the_bearer_scheme(served: Any) -> None:
@@ -70,30 +45,43 @@ async def test_the_card_names_the_agent_its_skill_streaming_and_the_bearer_schem
     assert any(served.a2a_url + "/.well-known/agent-card.json" in line for line in served.lines), served.lines
 
 
-async def test_send_gets_the_reply(served: Any) -> None:
+async def test_send_gets_the_reply_as_one_part(served: Any) -> None:
+    reply = "You said: hello there friend of mine (5 words, turn 1)"
     async with authorized() as http:
         _, client, _ = await clients(http, served.a2a_url)
-        task = await send(client, ask("hello there"))
+        task = await send(client, ask("hello there friend of mine"))
+        stored = await client.get_task(GetTaskRequest(id=task.id))
     assert task.status.state == COMPLETED
-    assert reply_of(task) == "You said: hello there (2 words, turn 1)"
+    assert parts_of(task) == [reply] and parts_of(stored) == [reply]
+    assert get_artifact_text(stored.artifacts[0]) == reply  # the SDK's reader: one line, not a word per line
 
 
 async def test_stream_shows_reasoning_tools_and_growing_text(served: Any) -> None:
+    reply = "You said: three small words (3 words, turn 1)"
     async with authorized() as http:
         _, _, client = await clients(http, served.a2a_url)
-        kinds, texts, notes = [], [], []
+        kinds, updates, notes, task_id = [], [], [], ""
         async for event in client.send_message(ask("three small words")):
             kind = event.WhichOneof("payload")
             kinds.append(kind)
-            if kind == "artifact_update":
-                texts.append("".join(p.text for p in event.artifact_update.artifact.parts))
-                assert event.artifact_update.append is (len(texts) > 1)
+            if kind == "task":
+                task_id = event.task.id
+            elif kind == "artifact_update":
+                updates.append(event.artifact_update)
             elif kind == "status_update" and event.status_update.status.message.parts:
                 notes.append(event.status_update.status.message.metadata["onedoor"])
+        stored = await client.get_task(GetTaskRequest(id=task_id))
     assert kinds[0] == "task" and kinds[-1] == "status_update"
     assert event.status_update.status.state == COMPLETED
-    assert len(texts) > 2 and "".join(texts) == "You said: three small words (3 words, turn 1)"
     assert {"reasoning", "tool_started", "tool_finished"} <= set(notes)
+    *deltas, whole = updates
+    assert len(deltas) > 2 and "".join(p.text for u in deltas for p in u.artifact.parts) == reply
+    assert [u.append for u in deltas] == [False] + [True] * (len(deltas) - 1)  # the text grows
+    assert (whole.append, whole.last_chunk, [p.text for p in whole.artifact.parts]) == (False, True, [reply])
+    applied = Task(id=task_id)
+    for update in updates:  # what a client keeps, applying the updates as the protocol says (the SDK's own way)
+        append_artifact_to_task(applied, update)
+    assert parts_of(applied) == [reply] and parts_of(stored) == [reply]
 
 
 async def test_cancel_mid_stream_stops_the_backend(served: Any) -> None:
@@ -149,25 +137,37 @@ async def test_the_http_json_binding(served: Any) -> None:
         _, client, streaming = await clients(http, served.a2a_url, "HTTP+JSON")
         task = await send(client, ask("over rest"))
         assert task.status.state == COMPLETED and reply_of(task) == "You said: over rest (2 words, turn 1)"
-        deltas = [e async for e in streaming.send_message(ask("rest stream")) if e.HasField("artifact_update")]
-        assert len(deltas) > 1
+        updates = [e.artifact_update async for e in streaming.send_message(ask("rest stream"))
+                   if e.HasField("artifact_update")]
+        assert len(updates) > 2 and [p.text for p in updates[-1].artifact.parts] == [
+            "You said: rest stream (2 words, turn 1)"]
 
 
 async def test_a_client_that_leaves_can_subscribe_again(served: Any) -> None:
     async with authorized() as http:
         _, _, client = await clients(http, served.a2a_url)
-        task_id = ""
+        task_id, first = "", ""
         async for event in client.send_message(ask("/slow /long 30 resubscribe")):
             if event.HasField("task"):
                 task_id = event.task.id
             if event.HasField("artifact_update"):
+                first = event.artifact_update.artifact.parts[0].text
                 break  # the client goes away: the task runs on
-        states = [e.status_update.status.state async for e in client.subscribe(SubscribeToTaskRequest(id=task_id))
-                  if e.HasField("status_update")]
+        states, updates = [], []
+        async for event in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+            if event.HasField("status_update"):
+                states.append(event.status_update.status.state)
+            elif event.HasField("artifact_update"):
+                updates.append(event.artifact_update)
         assert states[-1] == COMPLETED
         task = await client.get_task(GetTaskRequest(id=task_id))
     assert task.status.state == COMPLETED
-    assert sum(len(a.parts) for a in task.artifacts) == 30  # every delta, the ones sent after the client left too
+    whole = updates[-1]
+    assert (whole.append, whole.last_chunk) == (False, True)
+    later = "".join(p.text for u in updates[:-1] for p in u.artifact.parts)
+    assert later and parts_of(task) == [p.text for p in whole.artifact.parts]  # one part: the whole reply
+    text = parts_of(task)[0]
+    assert text.startswith(first) and text.endswith(later)  # with the deltas sent after the client left
 
 
 def test_serve_with_the_default_doors_serves_a2a_and_prints_the_card() -> None:

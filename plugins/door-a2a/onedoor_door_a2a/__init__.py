@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from onedoor import hookimpl
+from onedoor.questions import POLICIES
 
 if TYPE_CHECKING:
-    from onedoor import AsgiMount, ServeContext
+    from onedoor import AsgiMount, RunFailed, RunFinished, RunInfo, ServeContext
 
 __version__ = "0.1.0"
 
@@ -41,7 +42,8 @@ class A2aOptions:
         default=True,
         metadata={"help": "also answer A2A 0.3 clients (message/send, message/stream, tasks/get…) on the JSON-RPC endpoint"},
     )
-    ask_fallback: Literal["deny", "allow", "fail"] = field(
+    # the kernel's policies (onedoor.questions.POLICIES); mypy takes no tuple in Literal
+    ask_fallback: Literal[POLICIES] = field(  # type: ignore[valid-type]
         default="deny",
         metadata={"help": "a question's answer when no more runs may wait for answers (limits.max_parked_runs): "
                   "deny (reject/decline), allow (allow tools once, decline questions) or fail the run"},
@@ -56,8 +58,8 @@ class A2aOptions:
         if not self.prefix.startswith("/") or self.prefix.rstrip("/") == "":
             raise ValueError(f"prefix must start with '/' and name a path, got {self.prefix!r}")
         self.prefix = self.prefix.rstrip("/")
-        if self.ask_fallback not in ("deny", "allow", "fail"):
-            raise ValueError(f"ask_fallback must be deny, allow or fail, got {self.ask_fallback!r}")
+        if self.ask_fallback not in POLICIES:
+            raise ValueError(f"ask_fallback must be one of {', '.join(POLICIES)}, got {self.ask_fallback!r}")
         if not self.question_ttl >= 0:
             raise ValueError("question_ttl must be 0 (the kernel's default) or more seconds")
 
@@ -69,6 +71,7 @@ class A2aDoor:
 
     def __init__(self) -> None:
         self._root_card: Any = None  # the card endpoint, for the server root (see onedoor_http_app)
+        self._executors: list[Any] = []  # this door's KernelExecutors (told when a run ends)
 
     def asgi_mount(self, ctx: ServeContext) -> AsgiMount:
         from onedoor import AsgiMount
@@ -76,7 +79,7 @@ class A2aDoor:
         from .app import build_app
 
         options = ctx.options_for(self.name) or A2aOptions()
-        app, card_endpoint = build_app(ctx, options, door_name=self.name)
+        app, card_endpoint = build_app(ctx, options, door_name=self.name, executors=self._executors)
         self._root_card = card_endpoint if options.root_card else None
         links = [("agent card", options.prefix + CARD_PATH), ("A2A JSON-RPC (POST)", options.prefix + "/")]
         if options.rest:
@@ -94,7 +97,14 @@ class A2aDoor:
     def register_rpc(self, server: Any, ctx: ServeContext) -> None:
         from .over_slim import register
 
-        register(server, ctx, ctx.options_for(self.name), door_name=self.name)
+        register(server, ctx, ctx.options_for(self.name), door_name=self.name, executors=self._executors)
+
+    @hookimpl
+    def onedoor_run_finished(self, run: RunInfo, outcome: RunFinished | RunFailed) -> None:
+        """A run ended (any door's): an input-required task whose run it was ends too
+        (see :mod:`~onedoor_door_a2a.parked`)."""
+        for executor in self._executors:
+            executor.run_ended(run.run_id)
 
     @hookimpl
     def onedoor_http_app(self, app: Any, ctx: ServeContext) -> None:

@@ -9,11 +9,14 @@ Who is calling: :class:`PrincipalContextBuilder` names the onedoor principal (fr
 transport's token check) as the SDK's user. The task store keeps tasks per user, so
 another principal's task id is "task not found", and the executor runs as that
 principal (threads, parked runs).
+
+A new task's run starts before the SDK makes the task (:mod:`.admission`): a kernel
+refusal is an A2A error on JSON-RPC and the HTTP transport's refusal on the HTTP+JSON
+binding (:mod:`.refusals`), and no task is made.
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING, Any
 
 from a2a.auth.user import User
@@ -21,6 +24,7 @@ from a2a.server.routes.common import DefaultServerCallContextBuilder
 
 from . import CARD_PATH, A2aOptions
 from .card import agent_card, card_endpoint
+from .refusals import NOTED, RestRefusals
 
 if TYPE_CHECKING:
     from onedoor import ServeContext
@@ -43,6 +47,13 @@ class Principal(User):
 
 class PrincipalContextBuilder(DefaultServerCallContextBuilder):
     """The SDK's call context, with the principal the transport's guard authenticated."""
+
+    def build(self, request: Any) -> Any:
+        context = super().build(request)
+        noted = request.scope.get(NOTED)
+        if noted is not None:  # an HTTP+JSON request: where a refusal is noted (refusals.RestRefusals)
+            context.state[NOTED] = noted
+        return context
 
     def build_user(self, request: Any) -> User:
         from onedoor import ServeContext
@@ -68,45 +79,70 @@ def check_message(params: Any) -> None:
 
 
 def checked_handler_class() -> type:
-    """The SDK's default handler with :func:`check_message` in front of both send methods."""
+    """The SDK's default handler with :func:`check_message` in front of both send methods;
+    a run started for a task the SDK then fails to make is freed (its kernel slot)."""
     from a2a.server.request_handlers import DefaultRequestHandler
 
     class CheckedRequestHandler(DefaultRequestHandler):  # type: ignore[misc, valid-type]
         async def on_message_send(self, params: Any, context: Any) -> Any:
             check_message(params)
-            return await super().on_message_send(params, context)
+            try:
+                return await super().on_message_send(params, context)
+            except BaseException:  # (GeneratorExit and cancellation too: a run execute never took)
+                await _release(self, params)
+                raise
 
         async def on_message_send_stream(self, params: Any, context: Any) -> Any:
             check_message(params)
-            async for event in super().on_message_send_stream(params, context):
-                yield event
+            try:
+                async for event in super().on_message_send_stream(params, context):
+                    yield event
+            except BaseException:  # (GeneratorExit and cancellation too: a run execute never took)
+                await _release(self, params)
+                raise
 
     return CheckedRequestHandler
 
 
-def request_handler(ctx: ServeContext, options: A2aOptions | None = None, *, door_name: str = "a2a") -> Any:
-    """The a2a-sdk request handler for this server: tasks run through ``ctx.kernel``."""
+async def _release(handler: Any, params: Any) -> None:
+    """Free the run started for the task of ``params`` (the SDK wrote the task id it chose
+    into the message), if its execute never took it."""
+    await handler.agent_executor.release(params.message.task_id)
+
+
+def request_handler(
+    ctx: ServeContext, options: A2aOptions | None = None, *, door_name: str = "a2a", executors: list[Any] | None = None
+) -> Any:
+    """The a2a-sdk request handler for this server: tasks run through ``ctx.kernel``. Its
+    executor is appended to ``executors`` (the door tells them when runs end).
+
+    An input-required task's SDK state (its ``ActiveTask``) is kept until the task ends:
+    its run's expiry ends it (:mod:`.parked`), so a2a-sdk 1.3's
+    ``interrupted_task_timeout`` is not used (it would close the queue the ending goes to).
+    """
     from a2a.server.tasks import InMemoryTaskStore
 
+    from .admission import AdmittingContextBuilder
     from .executor import KernelExecutor
 
     options = options or A2aOptions()
     executor = KernelExecutor(
         ctx.kernel, door=door_name, ttl=options.question_ttl or None, fallback=options.ask_fallback
     )
+    if executors is not None:
+        executors.append(executor)
     origin = ctx.endpoint.base_url if ctx.endpoint is not None else "http://127.0.0.1:0"
-    handler_class = checked_handler_class()
-    extra: dict[str, Any] = {}
-    if "interrupted_task_timeout" in inspect.signature(handler_class).parameters:  # a2a-sdk >= 1.3
-        # an input-required task is let go once its question has expired in the kernel
-        extra["interrupted_task_timeout"] = (options.question_ttl or ctx.kernel.limits.question_ttl) + 5.0
-    return handler_class(
-        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=agent_card(ctx, options, origin), **extra
+    store = InMemoryTaskStore()
+    return checked_handler_class()(
+        agent_executor=executor, task_store=store, agent_card=agent_card(ctx, options, origin),
+        request_context_builder=AdmittingContextBuilder(executor, store),
     )
 
 
-def build_app(ctx: ServeContext, options: A2aOptions, *, door_name: str = "a2a") -> tuple[Any, Any]:
-    """(the Starlette app to mount under the prefix, the card endpoint for the server root)."""
+def build_app(
+    ctx: ServeContext, options: A2aOptions, *, door_name: str = "a2a", executors: list[Any] | None = None
+) -> tuple[Any, Any]:
+    """(the ASGI app to mount under the prefix, the card endpoint for the server root)."""
     from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
     from starlette.applications import Starlette
     from starlette.routing import Route
@@ -114,7 +150,7 @@ def build_app(ctx: ServeContext, options: A2aOptions, *, door_name: str = "a2a")
     from . import quiet_logs
 
     quiet_logs.install()
-    handler = request_handler(ctx, options, door_name=door_name)
+    handler = request_handler(ctx, options, door_name=door_name, executors=executors)
     builder = PrincipalContextBuilder()
     card = card_endpoint(ctx, options)
     routes: list[Any] = [Route(CARD_PATH, card, methods=["GET"])]
@@ -122,7 +158,7 @@ def build_app(ctx: ServeContext, options: A2aOptions, *, door_name: str = "a2a")
     if options.rest:
         routes += create_rest_routes(handler, context_builder=builder, path_prefix="/rest")
     app = Starlette(routes=routes, exception_handlers={404: _http_error, 405: _http_error})
-    return app, card
+    return RestRefusals(app), card
 
 
 async def _http_error(request: Any, exc: Any) -> Any:

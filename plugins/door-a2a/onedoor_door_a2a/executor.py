@@ -1,12 +1,16 @@
 """The bridge from A2A tasks to kernel runs: an a2a-sdk ``AgentExecutor``.
 
-One task is one kernel run (a task that asks continues the same run). What the run
-emits becomes task events:
+One task is one kernel run, and the task id is the run id (a task that asks continues
+the same run). A new task's run starts before the task exists (:mod:`.admission`), so a
+kernel refusal is the protocol's error and no task is made; ``execute`` reads the run.
+What the run emits becomes task events:
 
 =====================  =============================================================
 kernel event           A2A event
 =====================  =============================================================
-TextDelta              artifact update of the ``reply`` artifact (``append`` after the first)
+TextDelta              artifact update of the ``reply`` artifact (``append`` after the first);
+                       before the task asks or ends, one update with the whole text
+                       (``append: false``, ``lastChunk`` at the end; see links.py)
 ReasoningDelta         status update ``working``, agent message, metadata kind ``reasoning``
 ToolStarted/Finished   status update ``working``, text + data part, kind ``tool_started``/``tool_finished``
 QuestionAsked          (held) then status ``input-required`` with the question (see answers.py)
@@ -14,16 +18,18 @@ RunFinished            status ``completed``; ``canceled`` for a cancelled run
 RunFailed              status ``failed`` with the error as the status message
 =====================  =============================================================
 
-``CancelTask`` cancels the run (the backend is told and stops); a client that only goes
-away does not (A2A tasks outlive their streams; ``SubscribeToTask`` re-attaches). With
-a thread store, the A2A ``contextId`` names the onedoor thread the run continues.
+``CancelTask`` cancels the run (``kernel.cancel_run``: the backend is told and stops); a
+client that only goes away does not (A2A tasks outlive their streams; ``SubscribeToTask``
+re-attaches). An input-required task whose run ends without an answer (its question
+expired, its thread was deleted) ends ``canceled`` saying why (:mod:`.parked`). With a
+thread store, the A2A ``contextId`` names the caller's onedoor thread the run continues
+(``kernel.threads.open``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from typing import Any
 
 from a2a.helpers import get_message_text, new_data_part, new_task_from_user_message, new_text_part
@@ -44,18 +50,19 @@ from onedoor import (
     RunRefused,
     SuspendAsker,
     TextDelta,
+    ThreadError,
     ToolFinished,
     ToolStarted,
 )
-from onedoor.threads import ThreadError, check_thread_id
+from onedoor.principals import LOCAL
 
+from . import parked
 from .answers import answer_from, question_parts
+from .links import ARTIFACT_ID, TaskLink
 
 log = logging.getLogger("onedoor.door.a2a")
 
-ARTIFACT_ID = "reply"
-LOCAL = "local"
-_PARKED_SIZE = 10_000  # input-required tasks remembered (their runs expire in the kernel)
+CANCELED = TaskState.TASK_STATE_CANCELED
 
 
 def principal_of(context: RequestContext) -> str:
@@ -65,27 +72,58 @@ def principal_of(context: RequestContext) -> str:
     return name if isinstance(name, str) and name else LOCAL
 
 
-class Parked:
-    """An input-required task's run, waiting in the kernel for its answer."""
-
-    __slots__ = ("run", "principal", "question")
-
-    def __init__(self, run: Any, principal: str, question: Question) -> None:
-        self.run = run
-        self.principal = principal
-        self.question = question
-
-
 class KernelExecutor(AgentExecutor):
-    """Runs every A2A task through ``kernel.run`` (or ``kernel.resume`` for an answer)."""
+    """Runs every A2A task through ``kernel.run`` (or ``kernel.resume`` for an answer).
+
+    It keeps only what the kernel cannot know: the runs started for new tasks until their
+    ``execute`` takes them (each holds a kernel slot, so at most ``max_concurrent_runs``),
+    and a :class:`~onedoor_door_a2a.links.TaskLink` per task whose run lives (running or
+    parked; dropped when the task's final status is out)."""
 
     def __init__(self, kernel: Any, *, door: str = "a2a", ttl: float | None = None, fallback: str = "deny") -> None:
         self.kernel = kernel
         self.door = door
         self.asker = SuspendAsker(ttl=ttl, fallback=fallback)
-        self.running: dict[str, Any] = {}  # task id -> its RunStream while events flow
-        self.parked: OrderedDict[str, Parked] = OrderedDict()
-        self.cancelled: set[str] = set()  # tasks whose canceled state this executor published
+        self.admitted: dict[str, Any] = {}  # task id -> its run, started before the task existed
+        self.links: dict[str, TaskLink] = {}  # task id -> its link, while its run lives
+
+    # -- before the task exists (admission.AdmittingContextBuilder) ----------------------
+    async def admit(self, request: RequestContext) -> None:
+        """Start the run of the new task ``request`` names (RunRefused or ThreadError if
+        the kernel refuses it)."""
+        principal = principal_of(request)
+        text = get_message_text(request.message) if request.message is not None else ""
+        thread = None
+        desk = self.kernel.threads
+        if desk.kept:
+            thread, _ = await desk.open(principal, request.context_id or "", create=True)
+            desk.check_room(thread, text)
+        run = self.kernel.run(text, thread=thread, door=self.door, asker=self.asker, principal=principal,
+                              run_id=request.task_id)
+        self.admitted[run.run_id] = run
+
+    async def release(self, task_id: str) -> None:
+        """Free the run started for a task the SDK then failed to make (its slot goes back)."""
+        run = self.admitted.pop(task_id, None)
+        if run is not None:
+            await run.aclose()
+
+    def ended_while_waiting(self, task_id: str, request: RequestContext) -> str | None:
+        """Why the input-required task ``task_id`` has ended although its final status may
+        not be out yet (its run no longer waits for an answer), else None."""
+        link = self.links.get(task_id)
+        principal = principal_of(request)
+        if link is None or link.question is None or link.principal != principal:
+            return None
+        if self.kernel.open_questions(task_id, principal=principal):
+            return None
+        return "its run no longer waits for an answer: the question expired or the run was cancelled"
+
+    def run_ended(self, run_id: str) -> None:
+        """The kernel ended run ``run_id`` (the door's ``onedoor_run_finished`` hook)."""
+        link = self.links.get(run_id)
+        if link is not None:
+            link.ended.set()
 
     # -- AgentExecutor -------------------------------------------------------------------
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -96,117 +134,112 @@ class KernelExecutor(AgentExecutor):
             assert context.message is not None  # the handler checks messages (app.CheckedRequestHandler)
             await event_queue.enqueue_event(new_task_from_user_message(context.message))
         principal = principal_of(context)
-        if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            run = await self._answer(context, updater, principal)
-        else:
-            run = await self._start(context, updater, principal)
+        run = self.admitted.pop(task_id, None)
+        if run is None and current is None:  # not admitted before (a handler without the door's builder)
+            run = await self._admit_late(context, updater)
+        if run is not None:
+            link = TaskLink(updater, principal, context.context_id if self.kernel.threads.kept else None)
+            self.links[task_id] = link
+        elif current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            link, run = await self._answer(context, updater, principal)
         if run is None:
             return
-        appending = current is not None and any(a.artifact_id == ARTIFACT_ID for a in current.artifacts)
-        await self._pump(run, updater, task_id, principal, appending)
+        await self._pump(run, task_id, link)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Stop the task's run for real (running or waiting for an answer), then say canceled."""
         task_id = context.task_id or ""
-        run = self.running.get(task_id)
-        parked = self.parked.pop(task_id, None)
-        if run is None and parked is not None:
-            run = parked.run
-        if run is not None:
-            run.cancel()
-        if task_id in self.running:
-            self.cancelled.add(task_id)  # its pump must not say canceled a second time
-        updater = TaskUpdater(event_queue, task_id, context.context_id or "")
-        await updater.cancel(updater.new_agent_message([new_text_part("the task was cancelled")]))
+        principal = principal_of(context)
+        link = self.links.get(task_id)
+        await self.kernel.cancel_run(task_id, principal=principal)
+        if link is None:
+            link = TaskLink(TaskUpdater(event_queue, task_id, context.context_id or ""), principal, None)
+        if await link.end(CANCELED, "the task was cancelled"):
+            self._drop(task_id, link)
 
     # -- starting and continuing runs ----------------------------------------------------
-    async def _start(self, context: RequestContext, updater: TaskUpdater, principal: str) -> Any:
-        text = get_message_text(context.message) if context.message is not None else ""
+    async def _admit_late(self, context: RequestContext, updater: TaskUpdater) -> Any:
+        """Start the run now that the task exists; a refusal fails the task."""
         try:
-            thread = await self._thread(context.context_id or "", principal)
-            return self.kernel.run(text, thread=thread, door=self.door, asker=self.asker, principal=principal)
+            await self.admit(context)
         except (RunRefused, ThreadError) as exc:
-            await self._fail(updater, f"the run was refused: {exc}")
+            await updater.failed(updater.new_agent_message([new_text_part(f"the run was refused: {exc}")]))
             return None
+        return self.admitted.pop(context.task_id or "", None)
 
-    async def _thread(self, context_id: str, principal: str) -> Any:
-        """The onedoor thread the A2A context names (made on first use), or None without a store."""
-        store = self.kernel.store
-        if store is None:
-            return None
-        thread_id = check_thread_id(context_id)
-        thread = await store.get(principal, thread_id)
-        if thread is not None:
-            return thread
-        try:
-            return await store.create(principal, thread_id=thread_id)
-        except ThreadError as exc:
-            # two first messages on one new context at once: the other made it a moment ago
-            again = await store.get(principal, thread_id) if exc.reason == "conflict" else None
-            if again is None:
-                raise
-            return again
-
-    async def _answer(self, context: RequestContext, updater: TaskUpdater, principal: str) -> Any:
-        """The resumed run, once the message answers the task's open question; else None
-        (the task asks again with the reason, or fails when its run is gone)."""
+    async def _answer(self, context: RequestContext, updater: TaskUpdater, principal: str) -> tuple[Any, Any]:
+        """(the task's link, the resumed run) once the message answers the open question;
+        (link, None) when the task asks again with the reason, or has ended."""
         task_id = context.task_id or ""
-        parked = self.parked.get(task_id)
-        if parked is None or parked.principal != principal:
-            await self._fail(updater, "no run waits for an answer on this task (its question expired, "
-                             "or the server restarted)")
-            return None
-        open_now = self.kernel.open_questions(parked.run.run_id, principal=principal)
-        question = next((q for q in open_now if q.id == parked.question.id), open_now[0] if open_now else None)
-        if question is None:
-            self.parked.pop(task_id, None)
-            await self._fail(updater, "the question expired and its run ended")
-            return None
+        link = self.links.get(task_id)
+        open_now = self.kernel.open_questions(task_id, principal=principal)
+        if link is None or link.principal != principal or not open_now:
+            # the run no longer waits: it ended a moment ago (the watcher says so), or the server restarted
+            link = link or TaskLink(updater, principal, None)
+            link.updater = updater
+            if await link.end(CANCELED, "no run waits for an answer on this task: its question expired, or it "
+                              "was cancelled"):
+                self._drop(task_id, link)
+            return link, None
+        link.updater = updater  # the task's queue (the same while the SDK holds the task)
+        asked = link.question
+        question = next((q for q in open_now if asked is not None and q.id == asked.id), open_now[0])
         try:
             answer = answer_from(question, context.message)
-            run = self.kernel.resume([answer], principal=principal, door=self.door)
+            run = self.kernel.resume([answer], principal=principal, door=self.door, run_id=task_id)
         except (ValueError, QuestionError) as exc:
-            if isinstance(exc, QuestionError) and exc.reason != "invalid":
-                self.parked.pop(task_id, None)
-                await self._fail(updater, f"the answer was refused: {exc}")
-                return None
-            await updater.requires_input(updater.new_agent_message(
-                [new_text_part(f"That did not answer the question: {exc}"), *question_parts(question)]
-            ))
-            return None
-        self.parked.pop(task_id, None)
-        return run
+            if isinstance(exc, QuestionError) and exc.reason != "invalid":  # closed meanwhile: the run is ending
+                if link.watcher is None and await link.end(CANCELED, f"the answer came too late: {exc}"):
+                    self._drop(task_id, link)
+                return link, None  # (else its watcher ends the task)
+            await link.ask([new_text_part(f"That did not answer the question: {exc}"), *question_parts(question)])
+            return link, None
+        link.stop_watching()
+        return link, run
 
     # -- the event pump ------------------------------------------------------------------
-    async def _pump(self, run: Any, updater: TaskUpdater, task_id: str, principal: str, appending: bool) -> None:
-        self.running[task_id] = run
+    async def _pump(self, run: Any, task_id: str, link: TaskLink) -> None:
         asked: Question | None = None
         try:
             async with run:
                 async for event in run:
                     kind = type(event)
                     if kind is TextDelta:
-                        await updater.add_artifact([new_text_part(event.text)], artifact_id=ARTIFACT_ID,
-                                                   name="reply", append=appending)
-                        appending = True
+                        await link.delta(event.text)
                     elif kind is RunFinished:
                         if event.stop_reason == STOP_SUSPENDED and asked is not None:
-                            self._park(task_id, Parked(run, principal, asked))
-                            await updater.requires_input(updater.new_agent_message(question_parts(asked)))
+                            await self._park(task_id, link, asked)
+                        elif event.stop_reason == STOP_CANCELLED:
+                            await link.end(CANCELED, "the run was cancelled")
                         else:
-                            await self._finish(updater, task_id, event)
+                            await link.end(TaskState.TASK_STATE_COMPLETED)
                     elif kind is RunFailed:
-                        await self._fail(updater, event.error)
+                        await link.end(TaskState.TASK_STATE_FAILED, event.error)
                     elif kind is QuestionAsked:
                         asked = event.question
-                    else:
-                        await self._progress(updater, event)
+                    elif not link.closed:
+                        await self._progress(link.updater, event)
         except asyncio.CancelledError:
             run.cancel()  # CancelTask (or shutdown): the backend is told; leaving `async with` waits for it
             raise
         finally:
-            self.running.pop(task_id, None)
-            self.cancelled.discard(task_id)
+            if link.watcher is None:
+                self._drop(task_id, link)
+
+    async def _park(self, task_id: str, link: TaskLink, asked: Question) -> None:
+        """The run waits in the kernel for the answer: the task is input-required, and a
+        watcher ends it if the run ends first."""
+        open_now = self.kernel.open_questions(task_id, principal=link.principal)
+        expiry = [q.expires_at for q in open_now if q.expires_at is not None]
+        link.question = asked
+        link.expires_at = min(expiry) if expiry else asked.expires_at
+        link.ended.clear()
+        ttl = self.asker.ttl or self.kernel.limits.question_ttl
+        link.watcher = asyncio.get_running_loop().create_task(
+            parked.watch(self.kernel, task_id, link, ttl, lambda: self._drop(task_id, link)),
+            name=f"onedoor-a2a-parked-{task_id}",
+        )
+        await link.ask(question_parts(asked))
 
     async def _progress(self, updater: TaskUpdater, event: Any) -> None:
         """Reasoning, tool calls and answers: ``working`` status updates a client can show."""
@@ -230,21 +263,9 @@ class KernelExecutor(AgentExecutor):
             return  # RunStarted
         await updater.update_status(TaskState.TASK_STATE_WORKING, updater.new_agent_message(parts, metadata=meta))
 
-    async def _finish(self, updater: TaskUpdater, task_id: str, event: RunFinished) -> None:
-        if event.stop_reason == STOP_CANCELLED:
-            if task_id not in self.cancelled:  # CancelTask has said so already
-                await updater.cancel(updater.new_agent_message([new_text_part("the run was cancelled")]))
-            return
-        await updater.complete()
-
-    async def _fail(self, updater: TaskUpdater, error: str) -> None:
-        await updater.failed(updater.new_agent_message([new_text_part(error)]))
-
-    def _park(self, task_id: str, parked: Parked) -> None:
-        self.parked[task_id] = parked
-        self.parked.move_to_end(task_id)
-        while len(self.parked) > _PARKED_SIZE:
-            self.parked.popitem(last=False)
+    def _drop(self, task_id: str, link: TaskLink) -> None:
+        if self.links.get(task_id) is link:
+            del self.links[task_id]
 
 
-__all__ = ["KernelExecutor", "principal_of"]
+__all__ = ["ARTIFACT_ID", "KernelExecutor", "principal_of"]

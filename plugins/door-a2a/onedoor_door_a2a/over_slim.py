@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from onedoor.principals import LOCAL
+
 from . import A2aOptions
 
 if TYPE_CHECKING:
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
 
 RPC_BINDING = "slimrpc"
 ADDRESS_KEY = "rpc.address"  # what the SLIM transport puts in ctx.extras: the name served
-LOCAL = "local"
 
 
 def slim_card(ctx: ServeContext, options: A2aOptions, address: str) -> Any:
@@ -59,8 +60,12 @@ def local_context_builder() -> Any:
     return LocalCallContextBuilder()
 
 
-def register(server: Any, ctx: ServeContext, options: A2aOptions | None = None, *, door_name: str = "a2a") -> None:
-    """Register the A2A service on the slimrpc ``server``; its tasks run through ``ctx.kernel``."""
+def register(
+    server: Any, ctx: ServeContext, options: A2aOptions | None = None, *, door_name: str = "a2a",
+    executors: list[Any] | None = None,
+) -> None:
+    """Register the A2A service on the slimrpc ``server``; its tasks run through ``ctx.kernel``
+    (its executor is appended to ``executors``)."""
     try:
         from slima2a.handler import SRPCHandler
         from slima2a.types.v1.a2a_pb2_slimrpc import add_A2AServiceServicer_to_server
@@ -76,7 +81,7 @@ def register(server: Any, ctx: ServeContext, options: A2aOptions | None = None, 
     quiet_logs.install()
     options = options or A2aOptions()
     address = str(ctx.extras.get(ADDRESS_KEY) or "")
-    handler = request_handler(ctx, options, door_name=door_name)
+    handler = request_handler(ctx, options, door_name=door_name, executors=executors)
     card = slim_card(ctx, options, address)
     if hasattr(handler, "_agent_card"):  # the SDK checks capabilities on its own copy (1.2.3 to 1.3.0)
         handler._agent_card = card

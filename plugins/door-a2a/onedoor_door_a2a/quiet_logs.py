@@ -5,6 +5,10 @@ params do not parse, with the right error (-32600, -32602), but also logs it wit
 ``logger.exception``: a full traceback on the server's stderr for every bad request a
 client sends. This filter turns exactly those records into one warning line (the
 reason, no traceback). Real failures inside the SDK still log as they did.
+
+The HTTP+JSON binding also logs every A2A error it answers (an ERROR line for -32603);
+a kernel refusal the door answers (busy, too large… :mod:`.refusals`) is an expected
+condition: those records go down to DEBUG, as the JSON-RPC binding has them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import logging
 
 DISPATCHER_LOGGER = "a2a.server.routes.jsonrpc_dispatcher"
 CLIENT_FAULTS = frozenset({"Failed to validate base JSON-RPC request", "Failed to parse request params"})
+REST_ERRORS_LOGGER = "a2a.utils.error_handlers"
+REFUSAL_DATA = ", Data={'error': "  # how that logger shows the data of refusals.a2a_error
 
 
 class ClientFaultsAsWarnings(logging.Filter):
@@ -27,11 +33,21 @@ class ClientFaultsAsWarnings(logging.Filter):
         return True
 
 
+class RefusalsAsDebug(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and args and isinstance(args[-1], str) and args[-1].startswith(REFUSAL_DATA):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
+
+
 def install() -> None:
-    """Add the filter once (every door instance in the process shares the SDK's logger)."""
-    logger = logging.getLogger(DISPATCHER_LOGGER)
-    if not any(isinstance(f, ClientFaultsAsWarnings) for f in logger.filters):
-        logger.addFilter(ClientFaultsAsWarnings())
+    """Add the filters once (every door instance in the process shares the SDK's loggers)."""
+    for name, kind in ((DISPATCHER_LOGGER, ClientFaultsAsWarnings), (REST_ERRORS_LOGGER, RefusalsAsDebug)):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, kind) for f in logger.filters):
+            logger.addFilter(kind())
 
 
-__all__ = ["ClientFaultsAsWarnings", "install"]
+__all__ = ["ClientFaultsAsWarnings", "RefusalsAsDebug", "install"]
