@@ -14,10 +14,13 @@ class RunRefused(OnedoorError):
     ``retry_after`` seconds), ``too_large`` (message or history over the limit),
     ``invalid`` (empty message, malformed history, a run id that cannot be one),
     ``in_use`` (a client-chosen run id that is running, waiting for answers, or was used
-    recently), ``not_found`` (a thread that is not the caller's) or ``pending_questions``
-    (the thread's run waits for answers: a new message is never taken as one). Doors map
-    these to their own error shapes (HTTP 429, 413, 422, 409, 404; JSON-RPC invalid params…);
-    an HTTP door uses the transport's one table.
+    recently), ``not_found`` (a thread that is not the caller's), ``pending_questions``
+    (the thread's run waits for answers: a new message is never taken as one),
+    ``unsupported_content`` (a part of a kind or media type the backend or server does not
+    take: :mod:`onedoor.content`) or ``state_conflict`` (a state sent for a thread whose
+    state has changed since the version it was based on). Doors map these to their own
+    error shapes (HTTP 429, 413, 422, 409, 404, 415; JSON-RPC invalid params…); an HTTP door
+    uses the transport's one table.
     """
 
     def __init__(self, reason: str, message: str, *, retry_after: float | None = None) -> None:

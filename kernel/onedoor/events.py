@@ -1,12 +1,24 @@
 """The core events: the vocabulary every door translates from.
 
-Seven events come from backends. Two more come from the kernel itself and only to doors
-that passed an asker to ``kernel.run`` (see :mod:`onedoor.questions.askers`): ``QuestionAsked``
-(the run needs a person's answer) and ``QuestionAnswered`` (it got one, from a person,
-a policy, or because it expired or was cancelled). A backend never sends those two.
+From backends: ``RunStarted``, ``TextDelta``, ``ReasoningDelta``, ``ToolStarted``,
+``ToolFinished``, ``RunFinished``, ``RunFailed`` (the seven of the first port), and three
+a backend may send besides: ``ReplyPart`` (a part of its reply that is not text: an
+image it made, a file it wrote; :mod:`onedoor.content`), ``StateSnapshot`` and
+``StateDelta`` (a change to the run's shared state: the whole JSON document, or an RFC
+6902 JSON Patch; the kernel applies and checks each one, so a door only ever sees a state
+that exists), and ``UsageReported`` (token usage so far; :mod:`onedoor.usage`). Two more
+come from the kernel itself and only to doors that passed an asker to ``kernel.run``
+(see :mod:`onedoor.questions.askers`): ``QuestionAsked`` and ``QuestionAnswered``.
 
-Events are frozen, slotted dataclasses. Every event turns into a JSON object with a
-``type`` field (``event_to_dict`` / ``event_from_dict``) and back without loss.
+A door that cannot show an event drops it: every door must, for an event it does not
+know (later versions add some). ``RunFinished`` and ``RunFailed`` carry the run's
+``usage`` (summed by the kernel, per model); ``ToolFinished`` may carry ``parts`` (a
+tool's result that is more than text).
+
+Events are frozen dataclasses. Every event turns into a JSON object with a ``type`` field
+(``event_to_dict`` / ``event_from_dict``) and back without loss; fields at their default
+(no usage, no parts) are left out, and ``event_from_dict`` ignores fields it does not know,
+so servers a version apart read each other's events.
 
 Stop reasons for :class:`RunFinished`:
 
@@ -23,9 +35,11 @@ Stop reasons for :class:`RunFinished`:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any, Union
 
+from .content import Part
+from .usage import ModelUsage, usage_from_json
 from .wire import encode_json_text
 
 if TYPE_CHECKING:
@@ -66,6 +80,7 @@ class ToolFinished:
     name: str
     result: Any  # a JSON value; doors that need text use result_text()
     is_error: bool = False
+    parts: tuple[Part, ...] = ()  # a result that is more than text (an image a tool made)
 
     def result_text(self) -> str:
         if isinstance(self.result, str):
@@ -78,12 +93,42 @@ class RunFinished:
     run_id: str
     text: str
     stop_reason: str = STOP_END_TURN
+    usage: tuple[ModelUsage, ...] = ()
 
 
 @dataclass(frozen=True)
 class RunFailed:
     run_id: str
     error: str
+    usage: tuple[ModelUsage, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReplyPart:
+    """A part of the reply that is not text (its text parts come as TextDelta)."""
+
+    part: Part
+
+
+@dataclass(frozen=True)
+class StateSnapshot:
+    """The run's shared state is now ``state`` (a JSON object)."""
+
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StateDelta:
+    """The run's shared state changed by ``ops`` (RFC 6902 JSON Patch operations)."""
+
+    ops: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class UsageReported:
+    """Usage so far, to be added to the run's (a backend may send several)."""
+
+    usage: tuple[ModelUsage, ...]
 
 
 @dataclass(frozen=True)
@@ -101,7 +146,8 @@ class QuestionAnswered:
 
 
 Event = Union[
-    RunStarted, TextDelta, ReasoningDelta, ToolStarted, ToolFinished, RunFinished, RunFailed, QuestionAsked, QuestionAnswered
+    RunStarted, TextDelta, ReasoningDelta, ToolStarted, ToolFinished, RunFinished, RunFailed, QuestionAsked,
+    QuestionAnswered, ReplyPart, StateSnapshot, StateDelta, UsageReported,
 ]
 TERMINAL_EVENTS = (RunFinished, RunFailed)
 
@@ -115,6 +161,10 @@ EVENT_TYPES: dict[str, type] = {
     "run_failed": RunFailed,
     "question_asked": QuestionAsked,
     "question_answered": QuestionAnswered,
+    "reply_part": ReplyPart,
+    "state_snapshot": StateSnapshot,
+    "state_delta": StateDelta,
+    "usage_reported": UsageReported,
 }
 TYPE_NAMES: dict[type, str] = {cls: name for name, cls in EVENT_TYPES.items()}
 _FIELDS: dict[type, tuple[str, ...]] = {
@@ -122,40 +172,69 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
+_DEFAULTS: dict[type, dict[str, Any]] = {
+    cls: {f.name: f.default for f in fields(cls) if f.default is not MISSING} for cls in EVENT_TYPES.values()
+}
+
+
+def _json_value(value: Any) -> Any:
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, tuple):
+        return [_json_value(item) for item in value]
+    return value
+
+
 def event_to_dict(event: Event) -> dict[str, Any]:
-    """The JSON object of an event: ``{"type": "text_delta", "text": "…"}``."""
+    """The JSON object of an event: ``{"type": "text_delta", "text": "…"}`` (fields left at
+    their default of an empty usage or parts are left out)."""
     cls = type(event)
     out: dict[str, Any] = {"type": TYPE_NAMES[cls]}
+    defaults = _DEFAULTS[cls]
     for name in _FIELDS[cls]:
         value = getattr(event, name)
-        out[name] = value.to_dict() if hasattr(value, "to_dict") else value
+        if value == () and defaults.get(name) == ():
+            continue
+        out[name] = _json_value(value)
     return out
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
-    """Rebuild an event from :func:`event_to_dict` output; raises ValueError if malformed."""
+    """Rebuild an event from :func:`event_to_dict` output; raises ValueError if malformed.
+    Fields it does not know are ignored (a newer server's additions)."""
     if not isinstance(data, dict):
         raise ValueError("an event must be a JSON object")
     kind = data.get("type")
     cls = EVENT_TYPES.get(kind)  # type: ignore[arg-type]
     if cls is None:
         raise ValueError(f"unknown event type {kind!r}")
-    names = _FIELDS[cls]
-    extra = set(data) - set(names) - {"type"}
-    if extra:
-        raise ValueError(f"unexpected fields for {kind}: {sorted(extra)}")
-    values = {k: data[k] for k in names if k in data}
-    if cls is QuestionAsked or cls is QuestionAnswered:
-        from .questions import Answer, Question
-
-        if not values:
-            raise ValueError(f"bad {kind} event: missing field")
-        key, part = ("question", Question) if cls is QuestionAsked else ("answer", Answer)
-        values[key] = part.from_dict(values[key])
+    values = {k: data[k] for k in _FIELDS[cls] if k in data}
     try:
+        _rebuild_fields(cls, values)
         return cls(**values)
     except TypeError as exc:
         raise ValueError(f"bad {kind} event: {exc}") from None
+
+
+def _rebuild_fields(cls: type, values: dict[str, Any]) -> None:
+    """The JSON forms of an event's structured fields turned back into objects."""
+    if cls is QuestionAsked or cls is QuestionAnswered:
+        from .questions import Answer, Question
+
+        key, part = ("question", Question) if cls is QuestionAsked else ("answer", Answer)
+        if key not in values:
+            raise ValueError(f"bad {TYPE_NAMES[cls]} event: missing field")
+        values[key] = part.from_dict(values[key])
+    if "usage" in values:
+        values["usage"] = usage_from_json(values["usage"])
+    if "parts" in values:
+        values["parts"] = tuple(Part.from_dict(p) for p in values["parts"] or ())
+    if cls is ReplyPart and "part" in values:
+        values["part"] = Part.from_dict(values["part"])
+    if cls is StateDelta and "ops" in values:
+        if not isinstance(values["ops"], list):
+            raise ValueError("bad state_delta event: ops must be a list")
+        values["ops"] = tuple(values["ops"])
 
 
 def event_to_json(event: Event) -> str:

@@ -27,9 +27,11 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
+from .errors import RunRefused
 from .events import RunFailed, RunFinished, RunStarted  # noqa: F401 - re-exported (older imports)
 from .journal import Journals, shared_store
 from .limits import Limits
+from .observe import notify
 from .port import ToolSpec
 from .principals import LOCAL
 from .questions import Answer, Asker, Question, QuestionError, from_approver
@@ -108,7 +110,8 @@ class Kernel:
     def threads(self) -> ThreadDesk:
         """The thread calls doors make (open-or-create, pages, delete with its runs)."""
         if self._desk is None:
-            self._desk = ThreadDesk(self.store, forget=self.forget_thread, answering=self._answering)
+            self._desk = ThreadDesk(self.store, forget=self.forget_thread, answering=self._answering,
+                                    max_state_chars=self.limits.max_state_chars)
         return self._desk
 
     def worker_threads(self) -> list[threading.Thread]:
@@ -118,7 +121,7 @@ class Kernel:
     # -- runs ------------------------------------------------------------------------------
     def run(
         self,
-        message: str,
+        message: str | Sequence[Any],
         *,
         history: Iterable[Any] | None = None,
         tools: Sequence[ToolSpec] = (),
@@ -129,6 +132,9 @@ class Kernel:
         asker: Asker | None = None,
         principal: str = LOCAL,
         thread: Thread | None = None,
+        state: dict[str, Any] | None = None,
+        state_version: int | None = None,
+        meta: dict[str, str] | None = None,
     ) -> RunStream:
         """Start a run; raise :class:`~onedoor.errors.RunRefused` (before any event) if it cannot.
 
@@ -149,13 +155,29 @@ class Kernel:
         resumable, hand it to ``kernel.journals.start`` (:mod:`onedoor.journal`). Use the
         stream as ``async with`` (or iterate it to its end, or ``aclose()`` it): that is
         what frees the run's slot.
+
+        ``message`` is text, or a list of parts (:mod:`onedoor.content`: JSON objects or
+        :class:`~onedoor.content.Part`): checked under the content limits, and refused
+        (``unsupported_content``) when the backend does not take a kind it holds.
+        ``state`` is the run's shared state (a JSON object; :mod:`onedoor.state`): what the
+        client holds. With a ``thread``, the thread's state is used when ``state`` is None;
+        a ``state`` sent is kept with the thread (as the run's first change), and
+        ``state_version``, when given, must be the thread's state version it was based on
+        (``RunRefused("state_conflict")`` when another client changed it since). A stream
+        with a state starts, after RunStarted, with a StateSnapshot of it. ``meta``: strings
+        the door passes on from its request for observers (W3C ``traceparent``,
+        ``tracestate``), on :class:`RunInfo`.
         """
         if asker is None and approver is not None:
             asker = from_approver(approver)
-        return self._runs.start(
-            message, history=history, tools=tools, door=door, run_id=run_id, extras=extras, asker=asker,
-            principal=principal, thread=thread,
-        )
+        try:
+            return self._runs.start(
+                message, history=history, tools=tools, door=door, run_id=run_id, extras=extras, asker=asker,
+                principal=principal, thread=thread, state=state, state_version=state_version, meta=meta,
+            )
+        except RunRefused as exc:
+            notify(self.hooks, "onedoor_run_refused", door=door, reason=exc.reason, principal=principal)
+            raise
 
     def check_run_id(self, run_id: Any) -> None:
         """RunRefused unless ``run_id`` could name a new run now: cursor-safe (``invalid``)
@@ -205,12 +227,10 @@ class Kernel:
         """After a thread's deletion: cancel the runs still writing it (waiting for answers
         too) and drop its runs' journals, which hold its text. Returns how many runs were
         cancelled. ``kernel.threads.delete`` calls it."""
-        runs = self._runs.of_thread(thread_id, principal)
-        for run in runs:
-            run.cancel()
+        cancelled = self._runs.forget_thread(thread_id, principal)
         if self._journals is not None:
             self._journals.forget_thread(thread_id, principal)
-        return len(runs)
+        return cancelled
 
     # -- questions of parked runs ------------------------------------------------------------
     def open_questions(self, run_id: str, *, principal: str = LOCAL) -> list[Question]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -24,6 +24,11 @@ class Limits:
     journal_retention: float = 300.0  # seconds a run's journal is kept after it ends (reconnects, reattach)
     max_journal_events: int = 100_000  # events one run's journal holds; older ones go first
     max_kept_journal_events: int = 1_000_000  # events all ended runs' journals hold together; oldest runs go first
+    max_parts: int = 32  # parts (text, images, files…) one message may hold
+    max_part_bytes: int = 10 * 1024 * 1024  # bytes one part (an image, a file) may hold
+    max_content_bytes: int = 20 * 1024 * 1024  # bytes all the parts of one message may hold
+    media_types: tuple[str, ...] = field(default=("*/*",))  # media types a part may be: "image/*", "application/pdf"…
+    max_state_chars: int = 1_000_000  # characters of a run's (and a thread's) shared state, as JSON
 
 
 __all__ = ["Limits"]

@@ -16,10 +16,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
-from .events import Event, RunFailed, RunFinished, TextDelta
+from .content import Part
+from .events import Event, RunFailed, RunFinished, StateDelta, StateSnapshot, TextDelta, UsageReported
 from .messages import ROLES, Message, Role, ToolCall, normalize_history  # noqa: F401 - re-exported
 from .principals import LOCAL
 from .questions import APPROVAL, Answer, Question, QuestionError, closing_answer  # noqa: F401 - re-exported
+from .usage import ModelUsage
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,24 @@ class RunContext:
 
     ``request_approval(call_id, name, arguments) -> bool`` (and ``request_approval_sync``)
     is the same as asking an approval question and reading ``answer.allowed``.
+
+    Content: ``content`` is the message's parts when it is more than text (images,
+    files…: :mod:`onedoor.content`), empty for a plain message; the ``message`` argument of
+    ``run`` is then their text, so a backend that reads only text keeps working. A backend
+    gets only the kinds it declares it takes (``Backend.accepts``): the kernel refuses the
+    others before the run starts.
+
+    State: ``state`` is the run's shared state at its start (a JSON object, or None when the
+    run has none): the thread's, or what the client sent. A backend changes it with one
+    call, from a sync backend's worker thread or an async one's task alike::
+
+        context.set_state({"todo": ["buy milk"]})                          # the whole document
+        context.patch_state([{"op": "add", "path": "/todo/-", "value": "call mum"}])  # RFC 6902
+
+    (or by yielding ``StateSnapshot`` / ``StateDelta`` events, which is what these do). The
+    kernel applies each change before any door sees it; one that does not apply fails the
+    run, leaving the state as it was. ``report_usage(ModelUsage(...))`` adds token usage to
+    the run's (the kernel sums it per model onto the terminal event).
     """
 
     run_id: str
@@ -92,6 +112,26 @@ class RunContext:
     loop: Any = None  # the event loop the run's door lives on
     asker: Any = None  # set by the kernel: async (Question) -> Answer
     principal: str = LOCAL  # who started the run (see the HTTP transport's tokens)
+    content: tuple[Part, ...] = ()  # the message's parts, when it is more than text
+    state: dict[str, Any] | None = None  # the shared state at the run's start (a copy), or None
+    emit: Any = None  # set by the kernel: puts an event in the run's stream as if the backend yielded it
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Replace the run's shared state (a JSON object)."""
+        self._send(StateSnapshot(state))
+
+    def patch_state(self, ops: Sequence[dict[str, Any]]) -> None:
+        """Change the run's shared state by RFC 6902 JSON Patch operations."""
+        self._send(StateDelta(tuple(ops)))
+
+    def report_usage(self, *usage: ModelUsage) -> None:
+        """Add token usage (per model) to the run's."""
+        self._send(UsageReported(tuple(usage)))
+
+    def _send(self, event: Any) -> None:
+        if self.emit is None:
+            raise RuntimeError("this run context sends no events (it is not a kernel run's)")
+        self.emit(event)
 
     @property
     def cancelled(self) -> bool:

@@ -17,30 +17,53 @@ the same per run, so a test can drive any door without restarting a server:
 ``/question TEXT``   ask TEXT as a free-form question (the answer: ``{"answer": "…"}``), or
                      ``/question {"prompt": …, "schema": …}`` with any form; the reply
                      repeats the answer
+``/state JSON``      change the run's shared state: a JSON object replaces it
+                     (StateSnapshot), a list of JSON Patch operations patches it
+                     (StateDelta); may be given more than once
+``/image``           the reply carries an image (a 1×1 PNG, ReplyPart)
+``/draw``            call a ``draw`` tool whose result is an image (ToolFinished.parts)
 
-When the last history message is a tool result, the reply reports it.
+When the last history message is a tool result, the reply reports it. A message with
+parts (images, files…) is answered with what arrived ("Received: 1 image (image/png,
+1,234 bytes, cat.png)"), and a run with a shared state ends its reply with it
+("State: {…}"). Every run reports usage it can count (model ``scripted``): input tokens
+are the words of the message and history, output tokens the deltas it sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Generator, Iterator, Literal, Sequence
 
+from ..content import MEDIA_KINDS, Part
 from ..events import (
     STOP_PENDING_TOOLS,
     Event,
     ReasoningDelta,
+    ReplyPart,
     RunFailed,
     RunFinished,
     RunStarted,
+    StateDelta,
+    StateSnapshot,
     TextDelta,
     ToolFinished,
     ToolStarted,
 )
 from ..port import CancelToken, Message, RunContext
 from ..questions import Answer, Question
+from ..state import apply_patch
+from ..usage import ModelUsage
+from ..wire import encode_json_text
+
+# a 1x1 transparent PNG: what /image and /draw send
+DOT_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+ALL_ACCEPTED = ",".join((*MEDIA_KINDS, "resource"))
 
 
 @dataclass
@@ -52,12 +75,20 @@ class ScriptedOptions:
     tool: bool = field(default=True, metadata={"help": "call the word_count tool"})
     reasoning: bool = field(default=True, metadata={"help": "emit reasoning deltas"})
     fail: Literal["", "start", "middle"] = field(default="", metadata={"help": "raise at the start or middle"})
+    accepts: str = field(default=ALL_ACCEPTED, metadata={
+        "help": "content kinds it takes besides text, comma-separated (image, audio, video, document, resource); "
+                "empty: text only (the kernel refuses the others)"})
+    usage: bool = field(default=True, metadata={"help": "report usage (words in, deltas out)"})
 
     def __post_init__(self) -> None:
         if self.deltas < 0:
             raise ValueError("deltas must be 0 or more")
         if self.delay < 0:
             raise ValueError("delay must be 0 or more")
+        kinds = {k.strip() for k in self.accepts.split(",") if k.strip()}
+        unknown = kinds - {*MEDIA_KINDS, "resource"}
+        if unknown:
+            raise ValueError(f"accepts: unknown kinds {', '.join(sorted(unknown))}")
 
 
 class ScriptedFailure(RuntimeError):
@@ -103,10 +134,58 @@ def _parse_directives(message: str, options: ScriptedOptions) -> tuple[dict[str,
             flags[word[1:]] = (name, args)
         elif word == "/question":
             flags["question"], tail = _question(tail), ""
+        elif word == "/state":
+            change, tail = _json_prefix(tail)
+            flags.setdefault("state", []).append(change)
+        elif word in ("/image", "/draw"):
+            flags[word[1:]] = True
         else:
             break
         rest = tail.strip()
     return flags, rest
+
+
+def _json_prefix(text: str) -> tuple[Any, str]:
+    """The JSON value at the start of ``text`` and what follows it (None when there is none)."""
+    text = text.lstrip()
+    try:
+        value, end = json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError:
+        return None, text
+    return value, text[end:]
+
+
+def _state_change(value: Any) -> Event:
+    if isinstance(value, dict):
+        return StateSnapshot(value)
+    return StateDelta(tuple(value) if isinstance(value, list) else (value,))  # the kernel refuses a bad one
+
+
+def _changed(state: Any, event: Event) -> Any:
+    """The state after a change (what the kernel will hold; a change it refuses ends the run)."""
+    if isinstance(event, StateSnapshot):
+        return event.state
+    try:
+        return apply_patch(state or {}, list(event.ops))  # type: ignore[union-attr]
+    except ValueError:
+        return state
+
+
+def describe_parts(parts: Sequence[Part]) -> str:
+    """What arrived, in one line: "1 image (image/png, 1,234 bytes, cat.png); 1 resource (…)"."""
+    counts: dict[str, list[str]] = {}
+    for part in parts:
+        if part.kind == "text":
+            continue
+        what = [part.media_type or ""]
+        if part.data is not None or part.text is not None:
+            what.append(f"{part.byte_size:,} bytes")
+        if part.uri:
+            what.append(part.uri + (f" lines {part.lines[0]}-{part.lines[1]}" if part.lines else ""))
+        if part.name:
+            what.append(part.name)
+        counts.setdefault(part.kind, []).append(", ".join(w for w in what if w))
+    return "; ".join(f"{len(items)} {kind} ({'; '.join(items)})" for kind, items in counts.items())
 
 
 def _question(text: str) -> Question:
@@ -141,8 +220,14 @@ def plan(
             return
         text = f"No client tool named {name!r} was offered."
         flags["deltas"] = 0
+    state = context.state if context is not None else None
+    for change in flags.get("state", ()):
+        event = _state_change(change)
+        state = _changed(state, event)
+        yield event
+    usage = _Usage(message, history) if options.usage else None
     if "ask" in flags or "question" in flags:
-        yield from _stream_reply(run_id, (yield from _ask(run_id, flags)), flags, pause)
+        yield from _stream_reply(run_id, (yield from _ask(run_id, flags)), flags, pause, usage)
         return
     turn = 1 + sum(1 for m in history if m.role == "user")
     if options.reasoning:
@@ -152,8 +237,31 @@ def plan(
                 yield pause
     if flags.get("hang"):
         yield "hang"
+    if flags.get("draw"):
+        call_id = f"call_{run_id[:8]}_draw"
+        yield ToolStarted(call_id, "draw", {"what": "a dot"})
+        yield ToolFinished(call_id, "draw", "drew dot.png", parts=(Part.media("image", "image/png", data=DOT_PNG,
+                                                                               name="dot.png"),))
     reply = yield from _reply(run_id, text, history, turn, options, pause)
-    yield from _stream_reply(run_id, reply, flags, pause)
+    received = describe_parts(context.content) if context is not None and context.content else ""
+    if received:
+        reply = f"Received: {received}. {reply}"
+    if flags.get("image"):
+        yield ReplyPart(Part.media("image", "image/png", data=DOT_PNG, name="dot.png"))
+    if state:
+        shown = encode_json_text(state)
+        reply += f" State: {shown if len(shown) <= 200 else shown[:197] + '...'}"
+    yield from _stream_reply(run_id, reply, flags, pause, usage)
+
+
+class _Usage:
+    """What a scripted run can count: words in (message and history), deltas out."""
+
+    def __init__(self, message: str, history: Sequence[Message]) -> None:
+        self.input = len(message.split()) + sum(len(m.content.split()) for m in history)
+
+    def of(self, deltas: int) -> tuple[ModelUsage, ...]:
+        return (ModelUsage("scripted", "onedoor", self.input, deltas, requests=1),)
 
 
 def _ask(run_id: str, flags: dict[str, Any]) -> Generator[Step, Answer | None, str]:
@@ -198,7 +306,9 @@ def _reply(
     return f"You said: {text} ({_count_words(count)}, turn {turn})"
 
 
-def _stream_reply(run_id: str, reply: str, flags: dict[str, Any], pause: float) -> Iterator[Step]:
+def _stream_reply(
+    run_id: str, reply: str, flags: dict[str, Any], pause: float, usage: _Usage | None = None
+) -> Iterator[Step]:
     """The reply as text deltas (failing half-way when asked), then the terminal event."""
     pieces = _words(reply)
     if flags["deltas"]:
@@ -209,12 +319,13 @@ def _stream_reply(run_id: str, reply: str, flags: dict[str, Any], pause: float) 
             if flags["fail"] == "middle":
                 yield ScriptedFailure("scripted failure in the middle of the reply")
             if flags.get("error"):
-                yield RunFailed(run_id, "the scripted backend reports an error, as asked")
+                yield RunFailed(run_id, "the scripted backend reports an error, as asked",
+                                usage.of(index) if usage else ())
                 return
         yield TextDelta(piece)
         if pause:
             yield pause
-    yield RunFinished(run_id, "".join(pieces))
+    yield RunFinished(run_id, "".join(pieces), usage=usage.of(len(pieces)) if usage else ())
 
 
 class ScriptedAgent:
@@ -292,3 +403,11 @@ def scripted(options: ScriptedOptions | None = None) -> ScriptedAgent | AsyncScr
 
 scripted.Options = ScriptedOptions  # type: ignore[attr-defined]
 scripted.capabilities = frozenset({"client_tools"})  # type: ignore[attr-defined]
+
+
+def _accepts(options: ScriptedOptions | None) -> frozenset[str]:
+    text = options.accepts if options is not None else ALL_ACCEPTED
+    return frozenset(k.strip() for k in text.split(",") if k.strip())
+
+
+scripted.accepts = _accepts  # type: ignore[attr-defined]

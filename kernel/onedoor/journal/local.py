@@ -16,10 +16,17 @@ from .shared import LEASE_TTL, JournalWriter, RemoteJournal, shared_store
 class Journaled(Protocol):
     """What a journal drives: a run's event stream (the kernel's ``RunStream``)."""
 
-    run_id: str
-    principal: str
-    thread: Any  # the run's Thread, or None
-    suspended: bool
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def principal(self) -> str: ...
+
+    @property
+    def thread(self) -> Any: ...  # the run's Thread, or None
+
+    @property
+    def suspended(self) -> bool: ...
 
     def cancel(self, grace: float | None = None) -> None: ...
 

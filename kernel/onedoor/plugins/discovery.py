@@ -364,6 +364,23 @@ def make_backend(name: str, *, cli: dict[str, Any] | None = None, file: dict[str
     options_type = getattr(factory, "Options", None)
     options = parse_options(options_type, name, cli=cli, file=file)
     capabilities = frozenset(getattr(factory, "capabilities", ()) or ())
+    accepts = backend_accepts(factory, name, options)
     if options_type is None:
-        return Backend(name, factory, capabilities), None
-    return Backend(name, lambda: factory(options), capabilities), options
+        return Backend(name, factory, capabilities, accepts), None
+    return Backend(name, lambda: factory(options), capabilities, accepts), options
+
+
+def backend_accepts(factory: Any, name: str, options: Any = None) -> frozenset[str]:
+    """The content kinds a backend's factory declares it takes besides text: its
+    ``accepts`` attribute, a collection of kinds or a callable of its options (what a model
+    takes can depend on which model it is)."""
+    from ..content import ALL_KINDS
+
+    declared = getattr(factory, "accepts", ()) or ()
+    if callable(declared):
+        declared = declared(options) or ()
+    kinds = frozenset(str(kind) for kind in declared)
+    unknown = kinds - ALL_KINDS
+    if unknown:
+        raise PluginError(f"backend {name!r} declares content kinds onedoor does not know: {', '.join(sorted(unknown))}")
+    return kinds

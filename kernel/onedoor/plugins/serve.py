@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompositionError, OptionsError, PluginError
 from ..kernel import Kernel
 from ..limits import Limits
+from ..observe import notify
 from ..threads.stores import DEFAULT_STORE, NO_STORE
 from . import discovery as plugins
 from .options import (
@@ -215,6 +216,7 @@ def serve(settings: Settings) -> int:
     prepare = getattr(plan.transport, "prepare", None)
     if callable(prepare):
         prepare(plan.ctx.options_for(plan.transport.name))
+    notify(plan.ctx.hooks, "onedoor_serving", ctx=plan.ctx)
     try:
         return int(plan.transport.serve(plan.doors, plan.ctx) or 0)
     finally:

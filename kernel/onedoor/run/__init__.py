@@ -4,9 +4,9 @@
 :class:`RunRegistry` starts runs (after :mod:`.admission`'s checks), holds their slots and
 the parked ones. Internal parts, each private to this package: the feed between backend
 and door (``_feed``), the backend's worker thread or task (``_runner``), the question gate
-(``_gate``), parked runs (``_parking``), the run's turn on its thread (``_turn``), the
-lifecycle hooks (``_observers``) and a run's state across its responses (``_core``). The
-backend contract is :mod:`.contract`.
+(``_gate``), parked runs (``_parking``), the run's turn on its thread (``_turn``), its
+shared state (``_state``), turn leases (``_leases``) and a run's state across its
+responses (``_core``). The backend contract is :mod:`.contract`.
 """
 
 from ._turn import INTERRUPTED_REPLY

@@ -11,13 +11,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..content import Part
 from ..events import RunFailed, RunFinished
 from ..messages import Message
+from ..observe import notify, observed
 from ..port import RunContext
 from ..questions import SILENT_DENY
 from ..threads import Thread, TurnRecorder
+from ..usage import ModelUsage, add_usage
 from ._gate import QuestionGate
 from ._runner import BackendRunner
+from ._state import RunState
 from .contract import Contract
 from .model import RunInfo
 
@@ -28,11 +32,16 @@ class RunCore:
 
     def __init__(
         self, host: Any, message: str, history: list[Message], context: RunContext, asker: Any = SILENT_DENY,
-        thread: Thread | None = None,
+        thread: Thread | None = None, *, parts: tuple[Part, ...] = (), state: RunState | None = None,
+        meta: dict[str, str] | None = None,
     ) -> None:
         self.host = host
         self.limits = host.limits
         self.message = message
+        self.parts = parts  # the message's content when it is more than text
+        self.state = state or RunState(None, host.limits.max_state_chars)
+        self.usage: tuple[ModelUsage, ...] = ()  # what the backend reported so far (UsageReported)
+        self.meta = meta or {}
         self.history = history
         self.context = context
         self.run_id = context.run_id
@@ -47,12 +56,14 @@ class RunCore:
             can_park=host.can_park,
             on_open=lambda q: lot.question_opened(self, q),
             on_close=lambda q, a: lot.question_closed(self, q, a),
+            observed=observed(host.hooks, "onedoor_question_asked") or observed(host.hooks, "onedoor_question_answered"),
         )
         context.asker = self.gate.ask
         self.contract = Contract(self._is_client_tool)
         self.thread = thread  # after the run: the thread as stored with this run's turn
-        self.recorder = TurnRecorder(message) if thread is not None else None
+        self.recorder = TurnRecorder(message, parts) if thread is not None else None
         self.turn_saved = False
+        self.thread_gone = False  # the thread was deleted while the run went on: keep nothing
         self.current: Any = None  # the response carrying the run now (a RunStream)
         self.parked_at = 0.0
         self.grace = self.limits.cancel_grace
@@ -64,14 +75,26 @@ class RunCore:
     def backend_name(self) -> str:
         return str(self.host.backend.name)
 
+    def add_usage(self, usage: tuple[ModelUsage, ...]) -> None:
+        self.usage = add_usage(self.usage, usage)
+
+    def total_usage(self, final: tuple[ModelUsage, ...] = ()) -> tuple[ModelUsage, ...]:
+        """What the run used: every UsageReported, plus the terminal event's own."""
+        return add_usage(self.usage, final) if final else self.usage
+
     def _is_client_tool(self, name: str) -> bool:
         return self.context.client_tool(name) is not None
 
     # -- the backend -------------------------------------------------------------------
     def start_backend(self) -> None:
         host = self.host
+        starting = None
+        if observed(host.hooks, "onedoor_backend_starting"):
+            def starting() -> None:
+                notify(host.hooks, "onedoor_backend_starting", run=self.info)
         self.runner = BackendRunner.start(
-            host.backend, self.message, self.history, self.context, self.limits.queue_size, host.worker_threads
+            host.backend, self.message, self.history, self.context, self.limits.queue_size, host.worker_threads,
+            starting=starting,
         )
         self.gate.bind(self.runner.feed)
         run_timeout = self.limits.run_timeout

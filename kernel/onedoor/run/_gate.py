@@ -47,6 +47,17 @@ class Injected:
         self.fail = fail  # the run fails after this event (a question under the "fail" policy)
 
 
+class Observation:
+    """An observer hook to call when the door reaches this point of the feed (so observers
+    see a question after the events the backend sent before asking it)."""
+
+    __slots__ = ("hook", "kwargs")
+
+    def __init__(self, hook: str, kwargs: dict[str, Any]) -> None:
+        self.hook = hook
+        self.kwargs = kwargs
+
+
 class QuestionGate:
     def __init__(
         self,
@@ -57,6 +68,7 @@ class QuestionGate:
         can_park: Callable[[], bool] = lambda: True,
         on_open: Callable[[Question], None] = lambda q: None,
         on_close: Callable[[Question, Answer], None] = lambda q, a: None,
+        observed: bool = False,
     ) -> None:
         self.asker = asker
         self.run_id = run_id
@@ -64,6 +76,7 @@ class QuestionGate:
         self.can_park = can_park
         self.on_open = on_open  # a parked question was registered (the kernel indexes it for resume)
         self.on_close = on_close  # ... and got its answer
+        self.observed = observed  # observers want onedoor_question_asked / _answered
         self.feed: Feed | None = None
         self.open = 0  # questions being asked now
         self.last_answered = float("-inf")  # time.monotonic() of the last answer
@@ -136,7 +149,9 @@ class QuestionGate:
                 await self._door_caught_up(door_idle)
             if self.cancelled:
                 return closing_answer(question, self.cancel_how)
+            self._observe("onedoor_question_asked", question=question)
             answer = await self._answer(question, cancel)
+            self._observe("onedoor_question_answered", question=question, answer=answer)
             if self.emits:
                 self._inject(QuestionAnswered(answer), fail=self.failure)
             self._remember(question, answer)
@@ -213,6 +228,11 @@ class QuestionGate:
         return [q for q, f in self.pending.values() if not f.done()]
 
     # -- helpers -----------------------------------------------------------------------
+    def _observe(self, hook: str, **kwargs: Any) -> None:
+        if self.observed and self.feed is not None:
+            self.feed.items.append(Observation(hook, kwargs))
+            self.feed.wake()
+
     def _inject(self, event: Any, suspend: bool = False, fail: str | None = None) -> None:
         feed = self.feed
         if feed is None:

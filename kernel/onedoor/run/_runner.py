@@ -12,6 +12,7 @@ Internal to the kernel.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import threading
@@ -68,8 +69,11 @@ class BackendRunner:
         context: RunContext,
         queue_size: int,
         threads: set[threading.Thread],
+        starting: Callable[[], None] | None = None,
     ) -> "BackendRunner":
-        """Build a fresh agent and start its run; raise :class:`StopRun` if it cannot be built."""
+        """Build a fresh agent and start its run; raise :class:`StopRun` if it cannot be built.
+        The backend runs in a copy of the caller's ``contextvars`` context; ``starting`` is
+        called in that copy first (an observer making its span current for the backend)."""
         loop = asyncio.get_running_loop()
         context.loop = loop
         try:
@@ -79,20 +83,39 @@ class BackendRunner:
             raise StopRun(f"backend {backend.name!r} could not create an agent: {type(exc).__name__}: {exc}") from None
         is_async = inspect.isasyncgenfunction(method) or inspect.iscoroutinefunction(method)
         runner = cls(backend.name, agent, context, Feed(loop, queue_size, threaded=not is_async))
+        context.emit = runner.emit
         kwargs: dict[str, Any] = {"history": history}
         if accepts_context(method):
             kwargs["context"] = context
         name = f"onedoor-run-{context.run_id}"
+        run_context = contextvars.copy_context()
+        if starting is not None:
+            run_context.run(starting)
         if is_async:
-            runner.task = loop.create_task(pump_async(method, message, kwargs, runner.feed), name=name)
+            runner.task = loop.create_task(pump_async(method, message, kwargs, runner.feed), name=name,
+                                           context=run_context)
         else:
-            thread = threading.Thread(target=run_sync_worker, args=(method, message, kwargs, runner.feed), name=name,
-                                      daemon=True)
+            thread = threading.Thread(target=run_context.run, args=(run_sync_worker, method, message, kwargs,
+                                      runner.feed), name=name, daemon=True)
             threads.add(thread)
             runner.feed.on_exit(lambda: threads.discard(thread))
             runner.thread = thread
             thread.start()
         return runner
+
+    def emit(self, event: Any) -> None:
+        """An event from the backend's side that it did not yield (``context.set_state`` and
+        the like): into the feed, in order with what the backend sent before it."""
+        feed = self.feed
+        feed.items.append(event)
+        if not feed.attention and len(feed.items) < feed.maxsize:
+            return
+        if self.thread is not None and threading.current_thread() is self.thread:
+            feed.after_put_from_thread()
+        elif _on_loop(feed.loop):
+            feed.wake()
+        else:
+            feed.loop.call_soon_threadsafe(feed.wake)
 
     def on_exit(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once the backend's worker or task has really ended."""
@@ -164,6 +187,13 @@ class BackendRunner:
             self._stop_by = min(self._stop_by, self.feed.loop.time() + grace)
             if self._shortened is not None:
                 resolve(self._shortened)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def run_sync_worker(method: Any, message: str, kwargs: dict[str, Any], feed: Feed) -> None:

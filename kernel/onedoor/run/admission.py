@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from ..content import ContentError, ContentLimits, Part, needs_backend, parse_content
 from ..errors import RunRefused
 from ..journal import RUN_ID
 from ..limits import Limits
@@ -15,8 +16,30 @@ from ..messages import Message, normalize_history
 from ..questions import clip
 
 
+def check_content(limits: Limits, message: Any, accepts: frozenset[str], backend: str) -> tuple[str, tuple[Part, ...]]:
+    """A message's text and parts (a string, or a list of parts: :mod:`onedoor.content`),
+    under the content limits, and only of kinds the backend takes (or that text stands for);
+    RunRefused (``invalid``, ``too_large``, ``unsupported_content``) otherwise."""
+    if isinstance(message, str):
+        return message, ()
+    if not isinstance(message, (list, tuple)):
+        raise RunRefused("invalid", "the message must be text or a list of parts")
+    try:
+        text, parts = parse_content(message, ContentLimits.of(limits))
+    except ContentError as exc:
+        reason = {"too_large": "too_large", "unsupported": "unsupported_content"}.get(exc.reason, "invalid")
+        raise RunRefused(reason, str(exc)) from None
+    missing = sorted(needs_backend(parts) - accepts)
+    if missing:
+        takes = ", ".join(sorted(accepts)) or "text only"
+        raise RunRefused("unsupported_content", f"backend {backend!r} does not take {', '.join(missing)} parts "
+                         f"(it takes: {takes})")
+    return text, parts
+
+
 def check_input(limits: Limits, message: Any, history: Iterable[Any] | None) -> list[Message]:
-    """The normalized history; RunRefused for a message or history the kernel will not run."""
+    """The normalized history; RunRefused for a message or history the kernel will not run
+    (``message`` is the message's text, :func:`check_content`'s first result)."""
     if not isinstance(message, str):
         raise RunRefused("invalid", "the message must be a string")
     if len(message) > limits.max_message_chars:
@@ -51,4 +74,4 @@ def check_run_id(run_id: Any, in_use: Callable[[str], bool], kept: Callable[[str
         raise RunRefused("in_use", f"run id {clip(run_id)} was used recently; choose a new one")
 
 
-__all__ = ["check_input", "check_run_id"]
+__all__ = ["check_content", "check_input", "check_run_id"]

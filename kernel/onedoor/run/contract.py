@@ -4,7 +4,11 @@ Rules: RunStarted comes first and once; ToolFinished closes a ToolStarted with t
 call_id (and name); exactly one terminal event (RunFinished or RunFailed) ends the
 stream and nothing follows it; at RunFinished no tool call is open, except calls to
 client tools when stop_reason is ``pending_tools``; RunFinished.text equals the
-concatenated TextDeltas. The kernel uses this on every run; ``onedoor.testing`` uses it
+concatenated TextDeltas; state changes and usage may come before RunStarted too (a backend
+calling ``context.set_state`` before it yields anything); a ReplyPart holds a :class:`~onedoor.content.Part`, a
+StateSnapshot a JSON object, a StateDelta a list of patch operations (whether they apply
+is the kernel's check, against the run's state), usage is a tuple of
+:class:`~onedoor.usage.ModelUsage`. The kernel uses this on every run; ``onedoor.testing`` uses it
 to check a backend in isolation.
 """
 
@@ -12,17 +16,23 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..content import Part
 from ..errors import ContractViolation
 from ..events import (
     STOP_PENDING_TOOLS,
     ReasoningDelta,
+    ReplyPart,
     RunFailed,
     RunFinished,
     RunStarted,
+    StateDelta,
+    StateSnapshot,
     TextDelta,
     ToolFinished,
     ToolStarted,
+    UsageReported,
 )
+from ..usage import ModelUsage
 
 
 class Contract:
@@ -62,6 +72,9 @@ class Contract:
         if self.ended:
             raise ContractViolation(f"backend sent {kind.__name__} after the run had ended")
         if not self.started:
+            if kind in _ANY_TIME:  # a state change or usage sent through the run context, before the first yield
+                _RULES[kind](self, event)
+                return
             if kind is not RunStarted:
                 raise ContractViolation(f"backend sent {kind.__name__} before RunStarted")
             self.started = self._mid_run = True
@@ -93,13 +106,32 @@ class Contract:
     def _tool_finished(self, event: ToolFinished) -> None:
         if self.open_tools.pop(event.call_id, None) is None:
             raise ContractViolation(f"ToolFinished for tool call {event.call_id!r}, which was not open")
+        if event.parts and not all(isinstance(p, Part) for p in event.parts):
+            raise ContractViolation("ToolFinished.parts must hold onedoor.content.Part objects")
 
     def _run_finished(self, event: RunFinished) -> None:
         self._check_finished(event)
+        _check_usage(event.usage)
         self.ended, self._mid_run = True, False
 
     def _run_failed(self, event: RunFailed) -> None:
+        _check_usage(event.usage)
         self.ended, self._mid_run = True, False
+
+    def _reply_part(self, event: ReplyPart) -> None:
+        if not isinstance(event.part, Part) or event.part.kind == "text":
+            raise ContractViolation("ReplyPart needs a Part that is not text (text goes in TextDelta)")
+
+    def _state_snapshot(self, event: StateSnapshot) -> None:
+        if not isinstance(event.state, dict):
+            raise ContractViolation("StateSnapshot.state must be a JSON object")
+
+    def _state_delta(self, event: StateDelta) -> None:
+        if not isinstance(event.ops, (list, tuple)) or not all(isinstance(op, dict) for op in event.ops):
+            raise ContractViolation("StateDelta.ops must be a list of JSON Patch operations (objects)")
+
+    def _usage(self, event: UsageReported) -> None:
+        _check_usage(event.usage)
 
     def _check_finished(self, event: RunFinished) -> None:
         if self.open_tools:
@@ -118,8 +150,20 @@ class Contract:
         return closing
 
 
+_ANY_TIME = (StateSnapshot, StateDelta, UsageReported)
+
+
+def _check_usage(usage: Any) -> None:
+    if not isinstance(usage, tuple) or not all(isinstance(u, ModelUsage) for u in usage):
+        raise ContractViolation("usage must be a tuple of onedoor.usage.ModelUsage")
+
+
 _RULES: dict[type, Callable[[Contract, Any], None]] = {
     TextDelta: Contract._text,
+    ReplyPart: Contract._reply_part,
+    StateSnapshot: Contract._state_snapshot,
+    StateDelta: Contract._state_delta,
+    UsageReported: Contract._usage,
     ReasoningDelta: Contract._reasoning,
     ToolStarted: Contract._tool_started,
     ToolFinished: Contract._tool_finished,

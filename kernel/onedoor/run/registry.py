@@ -6,6 +6,7 @@ backend, hooks, store), so runs never reach into the kernel itself.
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import threading
 import weakref
@@ -16,11 +17,13 @@ from ..errors import RunRefused
 from ..limits import Limits
 from ..port import CancelToken, RunContext, ToolSpec
 from ..questions import SILENT_DENY, Answer, Asker, Question, QuestionError, check_answer, clip
-from ..threads import Thread
+from ..state import checked_state
+from ..threads import Thread, keeps_state
 from ._core import RunCore
 from ._leases import LeaseKeeper
 from ._parking import ParkingLot
-from .admission import check_input, check_run_id
+from ._state import RunState
+from .admission import check_content, check_input, check_run_id
 from .model import Backend
 from .stream import RunStream, continue_parked, drain
 
@@ -61,19 +64,23 @@ class RunRegistry:
     def start(
         self, message: Any, *, history: Iterable[Any] | None, tools: Iterable[ToolSpec], door: str, run_id: str | None,
         extras: dict[str, Any] | None, asker: Asker | None, principal: str, thread: Thread | None,
+        state: Any = None, state_version: int | None = None, meta: dict[str, str] | None = None,
     ) -> RunStream:
         """Check the run can start (RunRefused if not), take a slot, make its stream."""
         if thread is not None:
             history = self._thread_history(thread, history, principal)
-        past = check_input(self.limits, message, history)
+        text, parts = check_content(self.limits, message, self.backend.accepts, self.backend.name)
+        past = check_input(self.limits, text, history)
+        run_state = self._run_state(thread, state, state_version)
         if run_id is not None:
             check_run_id(run_id, self.live.__contains__, self._kept)
         self._take_slot()
         context = RunContext(
             run_id=run_id or os.urandom(16).hex(), cancel=CancelToken(), tools=tuple(tools), door=door,
-            extras=dict(extras or {}), principal=principal,
+            extras=dict(extras or {}), principal=principal, content=parts, state=run_state.copy(),
         )
-        core = RunCore(self, message, past, context, asker or SILENT_DENY, thread)
+        core = RunCore(self, text, past, context, asker or SILENT_DENY, thread, parts=parts, state=run_state,
+                       meta=_checked_meta(meta))
         stream = RunStream(core)
         if thread is not None:
             self.thread_runs[thread.id] += 1
@@ -93,6 +100,30 @@ class RunRegistry:
             raise RunRefused("pending_questions", f"thread {thread.id!r} has a run waiting for answers to "
                              f"{', '.join(clip(q) for q in waiting)}: answer them (or cancel the run) first")
         return thread.messages
+
+    def _run_state(self, thread: Thread | None, state: Any, version: int | None) -> RunState:
+        """The run's state at its start: the thread's, or what the client sent (kept with the
+        thread as the run's first change). ``version``: the thread's state version the client's
+        state is based on (``state_conflict`` when the thread's has moved on since)."""
+        limit = self.limits.max_state_chars
+        stored = thread is not None and keeps_state(self.store)
+        base = thread.state_version if stored and thread is not None else 0
+        if state is None:
+            if not stored or thread is None:
+                return RunState(None, limit)
+            return RunState(copy.deepcopy(thread.state), limit, base, shown=bool(thread.state))
+        try:
+            value = checked_state(state, limit)
+        except ValueError as exc:
+            reason = "too_large" if "limit" in str(exc) else "invalid"
+            raise RunRefused(reason, f"bad state: {exc}") from None
+        if stored and version is not None and version != base:
+            raise RunRefused("state_conflict", f"the state sent is based on version {version} of thread "
+                             f"{thread.id!r}'s state, which is now at version {base}: read it again")  # type: ignore[union-attr]
+        run_state = RunState(value, limit, base, shown=True)
+        if stored and thread is not None and value != thread.state:
+            run_state.changes.append(("snapshot", value))
+        return run_state
 
     def _take_slot(self) -> None:
         limit = self.limits.max_concurrent_runs
@@ -163,6 +194,17 @@ class RunRegistry:
         return [r for r in self.in_flight() if r.thread is not None and r.thread.id == thread_id
                 and r.principal == principal]
 
+    def forget_thread(self, thread_id: str, principal: str) -> int:
+        """A thread was deleted: its runs (waiting for answers too) are cancelled and keep
+        nothing of their turn."""
+        runs = self.of_thread(thread_id, principal)
+        for core in list(self.live.values()):
+            if core.thread is not None and core.thread.id == thread_id and core.principal == principal:
+                core.thread_gone = True
+        for run in runs:
+            run.cancel()
+        return len(runs)
+
     def find(self, run_id: str, principal: str) -> RunStream | None:
         """The stream carrying run ``run_id`` of ``principal`` now (running or parked), or None."""
         core = self.live.get(run_id) if isinstance(run_id, str) else None
@@ -181,6 +223,15 @@ class RunRegistry:
             for wait in late:
                 wait.cancel()
         return len(runs)
+
+
+def _checked_meta(meta: Any) -> dict[str, str]:
+    """What a door passed on from its request for observers (W3C ``traceparent``…): short strings only."""
+    if not meta:
+        return {}
+    if not isinstance(meta, dict):
+        raise RunRefused("invalid", "meta must be a mapping of strings")
+    return {str(k)[:64]: v[:1024] for k, v in list(meta.items())[:16] if isinstance(v, str)}
 
 
 __all__ = ["RunRegistry"]

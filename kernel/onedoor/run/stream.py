@@ -20,21 +20,26 @@ from ..events import (
     STOP_SUSPENDED,
     TERMINAL_EVENTS,
     Event,
+    ReasoningDelta,
     RunFailed,
     RunFinished,
     RunStarted,
+    StateDelta,
+    StateSnapshot,
+    TextDelta,
     ToolFinished,
+    ToolStarted,
+    UsageReported,
 )
+from ..observe import notify, observed
 from ._core import RunCore
-from ._gate import Injected
-from ._observers import notify
+from ._gate import Injected, Observation
 from ._runner import StopRun
 from ._turn import open_turn, save_turn
 from .contract import Contract
 from .model import RunInfo
 
 log = logging.getLogger("onedoor.kernel")
-
 
 
 class RunStream:
@@ -55,6 +60,7 @@ class RunStream:
         self._started = False
         self._ended = asyncio.Event()  # set once this response has ended (see Kernel.shutdown)
         self._resumed = resumed
+        self._awaiting_token = False  # observers wait for the run's first text
         self._gen = self._drive()
 
     # -- what doors read ---------------------------------------------------------------
@@ -77,6 +83,27 @@ class RunStream:
     @property
     def context(self) -> Any:
         return self._core.context
+
+    @property
+    def parts(self) -> tuple[Any, ...]:
+        """The message's content when it is more than text (:mod:`onedoor.content`), else empty."""
+        return self._core.parts
+
+    @property
+    def state(self) -> dict[str, Any] | None:
+        """The run's shared state now (every change the backend made so far applied), or
+        None for a run without one. Read it, do not change it."""
+        return self._core.state.value
+
+    @property
+    def state_version(self) -> int:
+        """The thread's state version the run started from (0 without a thread)."""
+        return self._core.state.base_version
+
+    @property
+    def usage(self) -> tuple[Any, ...]:
+        """Usage the backend reported so far (the terminal event carries the total)."""
+        return self._core.usage
 
     @property
     def thread(self) -> Any:
@@ -159,7 +186,7 @@ class RunStream:
             self._finish(RunFinished(self.run_id, "", STOP_CANCELLED), observed=False)
 
     # -- the drive loop ----------------------------------------------------------------
-    async def _drive(self) -> AsyncGenerator[Event, None]:
+    async def _drive(self) -> AsyncGenerator[Event, None]:  # noqa: C901 - the hot loop, kept in one frame
         """The stream itself (see the module docstring)."""
         core = self._core
         self._begin()
@@ -169,10 +196,13 @@ class RunStream:
         parked = False
         try:
             yield RunStarted(run_id)
+            if not self._resumed and core.state.shown_at_start:
+                yield StateSnapshot(core.state.copy() or {})
             terminal: Any = None
             try:
                 await self._start_run()
                 pass_text = contract.pass_text  # the fast path: most events are text in mid-run
+                self._awaiting_token = not self._resumed and observed(core.host.hooks, "onedoor_first_token")
                 while terminal is None and not self._cancel_requested:
                     batch = await self._next_batch()
                     for index, event in enumerate(batch):
@@ -180,6 +210,9 @@ class RunStream:
                             break
                         if pass_text(event):
                             yield event
+                            continue
+                        if type(event) is Observation:  # an observer hook, in its place among the events
+                            notify(core.host.hooks, event.hook, run=core.info, **event.kwargs)
                             continue
                         if type(event) is Injected:  # the kernel's own question events
                             if not event.suspend:
@@ -195,8 +228,8 @@ class RunStream:
                         if type(event) in TERMINAL_EVENTS:
                             terminal = event
                             break
-                        if type(event) is not RunStarted:  # the kernel sent its own
-                            self._note_tool(event)
+                        event = self._passing(event)
+                        if event is not None:
                             yield event
                 closing, outcome = await self._ending(contract, terminal)
             except (ContractViolation, StopRun) as exc:
@@ -216,14 +249,15 @@ class RunStream:
             raise
         finally:
             if not parked:
-                self._finish(outcome or RunFinished(run_id, contract.text, STOP_CANCELLED))
+                self._finish(outcome or RunFinished(run_id, contract.text, STOP_CANCELLED, core.usage))
 
     def _begin(self) -> None:
         self._started = True
         core = self._core
         if not self._resumed:
             core.info = RunInfo(
-                core.run_id, core.backend_name, core.context.door, core.message, len(core.history), time.time()
+                core.run_id, core.backend_name, core.context.door, core.message, len(core.history), time.time(),
+                core.thread.id if core.thread is not None else None, core.principal, core.meta,
             )
             notify(core.host.hooks, "onedoor_run_started", run=core.info)
 
@@ -241,7 +275,7 @@ class RunStream:
         core = self._core
         cut_short = core.outcome is None
         if cut_short:
-            core.outcome = RunFinished(core.run_id, core.contract.text, STOP_CANCELLED)
+            core.outcome = RunFinished(core.run_id, core.contract.text, STOP_CANCELLED, core.total_usage())
             self._cancel_requested = True
             core.gate.cancel()
         await core.stop_backend(tell=cut_short)
@@ -260,7 +294,7 @@ class RunStream:
         while True:
             batch = feed.take()
             if batch is not None:
-                return batch
+                return self._first_token(batch) if self._awaiting_token else batch
             if core.gate.failure is not None and not core.gate.emits:
                 raise StopRun(core.gate.failure)
             if self._cancel_requested:
@@ -273,6 +307,19 @@ class RunStream:
                     raise StopRun(self._describe_error(feed.error))
                 raise ContractViolation("backend's stream ended without RunFinished or RunFailed")
             await self._wait_for_events()
+
+    def _first_token(self, batch: list[Any]) -> list[Any]:
+        """Tell observers of the run's first text when the door reaches it: a batch with text
+        after other events is cut there (the rest goes back to the feed, for the next batch)."""
+        at = _first_token(batch)
+        if at == 0:
+            self._awaiting_token = False
+            notify(self._core.host.hooks, "onedoor_first_token", run=self._core.info)
+        elif at > 0:
+            assert self._core.runner is not None
+            self._core.runner.feed.items.extendleft(reversed(batch[at:]))
+            return batch[:at]
+        return batch
 
     async def _wait_for_events(self) -> None:
         """Wait for the backend; StopRun when it stays silent too long or the run takes too long."""
@@ -296,19 +343,46 @@ class RunStream:
         raise StopRun(core.timeout_message("idle"))
 
     async def _ending(self, contract: Contract, terminal: Any) -> tuple[list[ToolFinished], RunFinished | RunFailed]:
-        """The events that end the run: tool calls left open are closed, then the outcome."""
-        run_id = self._core.run_id
+        """The events that end the run: tool calls left open are closed, then the outcome
+        (with the run's usage: every UsageReported and the backend's terminal event's own)."""
+        core = self._core
+        run_id = core.run_id
         if terminal is None:  # cancelled
-            await self._core.stop_backend(tell=True)
-            return contract.close_open_tools("cancelled"), RunFinished(run_id, contract.text, STOP_CANCELLED)
+            await core.stop_backend(tell=True)
+            usage = core.total_usage()
+            return contract.close_open_tools("cancelled"), RunFinished(run_id, contract.text, STOP_CANCELLED, usage)
+        usage = core.total_usage(terminal.usage)
         if type(terminal) is RunFailed:
-            return contract.close_open_tools("the run failed"), RunFailed(run_id, str(terminal.error))
-        return [], RunFinished(run_id, terminal.text, terminal.stop_reason)
+            return contract.close_open_tools("the run failed"), RunFailed(run_id, str(terminal.error), usage)
+        return [], RunFinished(run_id, terminal.text, terminal.stop_reason, usage)
+
+    def _passing(self, event: Any) -> Any:
+        """A backend's event (not text, not terminal) on its way to the door: a state change
+        applied (one that does not apply fails the run), usage added up; None for the
+        backend's RunStarted (the kernel sent its own)."""
+        core = self._core
+        kind = type(event)
+        if kind is RunStarted:
+            return None
+        if kind is StateSnapshot or kind is StateDelta:
+            event = core.state.apply(event)
+        elif kind is UsageReported:
+            core.add_usage(event.usage)
+            notify(core.host.hooks, "onedoor_usage", run=core.info, usage=event.usage)
+        self._note_tool(event)
+        return event
 
     def _note_tool(self, event: Any) -> None:
+        """A tool event (or another that is not text) on its way to the door: kept for the
+        thread's turn, told to the observers."""
         core = self._core
         if core.recorder is not None:
             core.recorder.note(event, core.contract.parts)
+        kind = type(event)
+        if kind is ToolStarted:
+            notify(core.host.hooks, "onedoor_tool_started", run=core.info, call=event)
+        elif kind is ToolFinished:
+            notify(core.host.hooks, "onedoor_tool_finished", run=core.info, result=event)
 
     # -- parking (SuspendAsker) -----------------------------------------------------------
     def _park(self, rest: list[Any]) -> bool:
@@ -336,7 +410,7 @@ class RunStream:
         if isinstance(exc, ContractViolation):
             message = f"backend {core.backend_name!r} broke the event contract: {message}"
         log.info("run %s failed: %s", core.run_id, message)
-        return RunFailed(core.run_id, message)
+        return RunFailed(core.run_id, message, core.total_usage())
 
     def _describe_error(self, exc: BaseException) -> str:
         name = self._core.backend_name
@@ -382,6 +456,14 @@ def cancel_parked(core: RunCore, how: str) -> None:
     core.gate.cancel(how)
     core.tell_backend()
     lot.drain(core.host.drain(successor))
+
+
+def _first_token(batch: list[Any]) -> int:
+    """Where the first text (or reasoning) of ``batch`` is, or -1."""
+    for index, event in enumerate(batch):
+        if type(event) is TextDelta or type(event) is ReasoningDelta:
+            return index
+    return -1
 
 
 def _fail_if_asked(injected: Injected) -> None:

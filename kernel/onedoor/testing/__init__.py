@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..builtins.scripted import ScriptedOptions, scripted
 from ..errors import ContractViolation
@@ -103,15 +103,23 @@ def check_backend(
     return ContractReport(events, check_events(events, tools))
 
 
-def scripted_kernel(limits: Limits | None = None, **options: Any) -> Kernel:
-    """A kernel on the scripted backend, e.g. ``scripted_kernel(delay=0.01, mode="async")``."""
+def scripted_kernel(limits: Limits | None = None, *, store: Any = None, hooks: Any = None, **options: Any) -> Kernel:
+    """A kernel on the scripted backend, e.g. ``scripted_kernel(delay=0.01, mode="async")``
+    (``store``: a thread store; ``hooks``: a pluggy hook relay of observers)."""
+    from ..plugins.discovery import backend_accepts
+
     opts = ScriptedOptions(**options)
-    return Kernel(Backend("scripted", lambda: scripted(opts)), limits=limits)
+    backend = Backend("scripted", lambda: scripted(opts), accepts=backend_accepts(scripted, "scripted", opts))
+    return Kernel(backend, limits=limits, store=store, hooks=hooks)
 
 
-def kernel_for_agent(factory: Callable[[], Any], name: str = "test", limits: Limits | None = None) -> Kernel:
-    """A kernel around any agent factory (a class or a function returning an agent)."""
-    return Kernel(Backend(name, factory), limits=limits)
+def kernel_for_agent(
+    factory: Callable[[], Any], name: str = "test", limits: Limits | None = None, *, accepts: Iterable[str] = (),
+    store: Any = None, hooks: Any = None,
+) -> Kernel:
+    """A kernel around any agent factory (a class or a function returning an agent);
+    ``accepts``: the content kinds it takes besides text."""
+    return Kernel(Backend(name, factory, accepts=frozenset(accepts)), limits=limits, store=store, hooks=hooks)
 
 
 async def collect(kernel: Kernel, message: str, **kwargs: Any) -> list[Event]:

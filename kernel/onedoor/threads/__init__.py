@@ -19,19 +19,22 @@ Doors make their thread calls through ``kernel.threads`` (:class:`ThreadDesk`).
 from .desk import MAX_PAGE, NO_THREADS, ThreadDesk, ThreadPage
 from .model import (
     THREAD_ID_PATTERN,
+    StateStore,
     StoreUnavailable,
     Thread,
     ThreadError,
     ThreadStore,
     ThreadSummary,
     check_append,
+    check_state_update,
     check_thread_id,
+    keeps_state,
     new_thread_id,
 )
 from .turns import TurnRecorder, append_turn, title_from, turn_messages
 
 __all__ = [
-    "MAX_PAGE", "NO_THREADS", "THREAD_ID_PATTERN", "StoreUnavailable", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore",
+    "MAX_PAGE", "NO_THREADS", "THREAD_ID_PATTERN", "StateStore", "StoreUnavailable", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore",
     "ThreadSummary", "TurnRecorder", "append_turn",
-    "check_append", "check_thread_id", "new_thread_id", "title_from", "turn_messages",
+    "check_append", "check_state_update", "check_thread_id", "keeps_state", "new_thread_id", "title_from", "turn_messages",
 ]

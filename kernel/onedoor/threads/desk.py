@@ -8,7 +8,9 @@ Every door that names threads does the same few things with them; they are here 
 - :meth:`ThreadDesk.page`: a page of the caller's threads, newest first, and the id to
   pass as ``before`` for the next page (None on the last page);
 - :meth:`ThreadDesk.delete`: the thread goes, its runs are cancelled and their journals
-  (which hold its text) dropped.
+  (which hold its text) dropped;
+- :meth:`ThreadDesk.state` / :meth:`set_state` / :meth:`patch_state`: the thread's shared
+  state (:mod:`onedoor.state`) between runs, compare-and-set on its version.
 
 Every refusal is a :class:`~onedoor.threads.ThreadError`; ``no_threads`` when the server
 keeps none (``--store none``). Doors map reasons to their protocol in one table (the HTTP
@@ -21,8 +23,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Sequence
 
 from ..messages import Message
+from ..state import apply_patch, checked_state, state_chars
 from .leases import UNANSWERED, turn_leases
-from .model import Thread, ThreadError, ThreadStore, ThreadSummary, check_thread_id
+from .model import Thread, ThreadError, ThreadStore, ThreadSummary, check_thread_id, keeps_state
 from .turns import append_turn
 
 NO_THREADS = "this server keeps no threads (it was started with --store none)"
@@ -39,8 +42,6 @@ def _no_forget(thread_id: str, principal: str) -> int:
     return 0
 
 
-
-
 class ThreadDesk:
     """``kernel.threads``: a store's threads as doors use them (see the module docstring).
     ``forget(thread_id, principal)`` is called after a delete (the kernel cancels the
@@ -48,10 +49,11 @@ class ThreadDesk:
 
     def __init__(
         self, store: ThreadStore | None, forget: Callable[[str, str], int] = _no_forget,
-        answering: Callable[[Thread], Awaitable[bool]] | None = None,
+        answering: Callable[[Thread], Awaitable[bool]] | None = None, *, max_state_chars: int = 1_000_000,
     ) -> None:
         self.store = store
         self.forget = forget
+        self.max_state_chars = max_state_chars
         # whether a run (here or elsewhere) is answering a thread now; by default what the
         # store's turn leases say (a process with no runs of its own: the CLI)
         self.answering = answering or self._leased
@@ -135,13 +137,80 @@ class ThreadDesk:
         """Append messages a client sent along (earlier turns, tool results) to a thread."""
         return await append_turn(self._store(), thread, messages) if messages else thread
 
+    # -- shared state --------------------------------------------------------------------
+    def _state_store(self) -> Any:
+        store = self._store()
+        if not keeps_state(store):
+            raise ThreadError("no_state", f"this server's thread store ({type(store).__name__}) keeps no shared state")
+        return store
+
+    async def state(self, principal: str, thread_id: Any) -> tuple[dict[str, Any], int]:
+        """The caller's thread's shared state and its version."""
+        self._state_store()
+        thread = await self.get(principal, thread_id)
+        return thread.state, thread.state_version
+
+    async def set_state(
+        self, principal: str, thread_id: Any, state: Any, *, expected_version: int | None = None
+    ) -> Thread:
+        """Replace the thread's state. With ``expected_version``, only if the state is still
+        at that version (``stale`` otherwise: someone changed it since it was read)."""
+        try:
+            value = checked_state(state, self.max_state_chars)
+        except ValueError as exc:
+            raise ThreadError("too_large" if "limit" in str(exc) else "invalid", str(exc)) from None
+        return await self._change_state(principal, thread_id, lambda current: value, expected_version)
+
+    async def patch_state(
+        self, principal: str, thread_id: Any, ops: Any, *, expected_version: int | None = None
+    ) -> Thread:
+        """Apply RFC 6902 JSON Patch ``ops`` to the thread's state, atomically: all of them or,
+        when one does not apply (``invalid``, saying which), none. With ``expected_version`` as
+        :meth:`set_state`; without, the patch goes on whatever the state is when it lands."""
+        if not isinstance(ops, list):
+            raise ThreadError("invalid", "a state patch is a list of JSON Patch operations")
+        try:
+            ops = checked_state({"ops": ops}, self.max_state_chars)["ops"]
+        except ValueError as exc:
+            raise ThreadError("too_large" if "limit" in str(exc) else "invalid", f"bad state patch: {exc}") from None
+
+        def patched(current: dict[str, Any]) -> dict[str, Any]:
+            try:
+                value = apply_patch(current, ops)
+            except ValueError as exc:
+                raise ThreadError("invalid", str(exc)) from None
+            if state_chars(value) > self.max_state_chars:
+                raise ThreadError("too_large", f"the state would pass the limit of {self.max_state_chars:,} characters")
+            return value
+
+        return await self._change_state(principal, thread_id, patched, expected_version)
+
+    async def _change_state(
+        self, principal: str, thread_id: Any, change: Callable[[dict[str, Any]], dict[str, Any]],
+        expected_version: int | None, attempts: int = 16,
+    ) -> Thread:
+        store = self._state_store()
+        for _ in range(attempts):
+            thread = await self.get(principal, thread_id)
+            if expected_version is not None and thread.state_version != expected_version:
+                raise ThreadError("stale", f"the state of thread {thread.id!r} is at version {thread.state_version}, "
+                                  f"not {expected_version}: read it again")
+            try:
+                kept: Thread = await store.update_state(principal, thread.id, change(thread.state),
+                                                        expected_version=thread.state_version)
+                return kept
+            except ThreadError as exc:
+                if exc.reason != "conflict":
+                    raise
+        raise ThreadError("conflict", "the thread's state kept changing; try again")
+
     def check_room(self, thread: Thread, message: str) -> None:
         """``too_large`` when the message alone would take the thread past the store's size
         limit (a reply that does is not kept: its run ends run_failed saying so)."""
         limit = getattr(self.store, "max_thread_chars", None)
         if not isinstance(limit, int):
             return
-        held = sum(len(m.content) for m in thread.messages)
+        held = sum(m.size for m in thread.messages)
         if held + len(message) > limit:
             raise ThreadError(
                 "too_large", f"thread {thread.id!r} holds {held} characters; with this message it would pass the limit "

@@ -17,7 +17,9 @@ class ThreadError(OnedoorError):
     owner's thread), ``conflict`` (``expected_version`` is stale, or a chosen id is
     taken), ``too_large``, ``invalid`` (not a usable thread id) or ``unavailable``
     (:class:`StoreUnavailable`). Door calls (:class:`~onedoor.threads.ThreadDesk`) add
-    ``taken`` (a chosen id another principal holds) and ``no_threads`` (no store)."""
+    ``taken`` (a chosen id another principal holds), ``no_threads`` (no store), and for
+    shared state ``stale`` (a change based on a version that is no longer the state's) and
+    ``no_state`` (a store that keeps no state)."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -52,6 +54,10 @@ def check_thread_id(thread_id: Any) -> str:
 
 @dataclass(frozen=True)
 class Thread:
+    """A stored conversation. ``state`` is the JSON document the thread's runs and its
+    clients share (:mod:`onedoor.state`), with a ``state_version`` of its own that grows
+    by one with every change (compare-and-set, like ``version`` for the messages)."""
+
     id: str
     owner: str
     title: str = ""
@@ -60,6 +66,8 @@ class Thread:
     version: int = 0
     created_at: float = 0.0
     updated_at: float = 0.0
+    state: dict[str, Any] = field(default_factory=dict)
+    state_version: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,30 @@ class ThreadStore(Protocol):
     async def close(self) -> None: ...
 
 
+@runtime_checkable
+class StateStore(Protocol):
+    """A thread store that keeps each thread's shared state (optional; SQLite and
+    PostgreSQL do): ``update_state`` replaces it when ``expected_version`` is its current
+    ``state_version`` (``conflict`` otherwise; ``not_found`` for another owner's thread)."""
+
+    async def update_state(
+        self, owner: str, thread_id: str, state: dict[str, Any], *, expected_version: int
+    ) -> Thread: ...
+
+
+def keeps_state(store: Any) -> bool:
+    return isinstance(store, StateStore)
+
+
+def check_state_update(thread_id: str, version: Any, expected_version: int) -> None:
+    """For store authors: refuse a state update the way every store must."""
+    if version is None:
+        raise ThreadError("not_found", f"no thread {thread_id!r}")
+    if version != expected_version:
+        raise ThreadError("conflict", f"the state of thread {thread_id!r} changed (version {version}, "
+                          f"expected {expected_version})")
+
+
 def check_append(thread_id: str, row: Any, expected_version: int, added: int, limit: int) -> None:
     """For store authors: refuse an append to ``row`` (``(version, chars)`` of the owner's
     thread, or None) the way every store must (not_found, conflict, too_large)."""
@@ -107,6 +139,6 @@ def check_append(thread_id: str, row: Any, expected_version: int, added: int, li
 
 
 __all__ = [
-    "StoreUnavailable", "Thread", "ThreadError", "ThreadStore", "ThreadSummary", "check_append", "check_thread_id",
-    "new_thread_id",
+    "StateStore", "StoreUnavailable", "Thread", "ThreadError", "ThreadStore", "ThreadSummary", "check_append",
+    "check_state_update", "check_thread_id", "keeps_state", "new_thread_id",
 ]

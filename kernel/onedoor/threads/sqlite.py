@@ -26,7 +26,7 @@ from ..journal.shared import JournalPage
 from ..messages import Message
 from ..wire import encode_json_text
 from .leases import holder_alive
-from .model import Thread, ThreadError, ThreadSummary, check_append, check_thread_id, new_thread_id
+from .model import Thread, ThreadError, ThreadSummary, check_append, check_state_update, check_thread_id, new_thread_id
 from .turns import title_from
 
 T = TypeVar("T")
@@ -92,6 +92,7 @@ class SQLiteThreadStore:
             db.execute("PRAGMA secure_delete=ON")
             db.executescript(_SCHEMA)
             db.executescript(sqlite_journal.SCHEMA)
+            _add_state_columns(db)
             self._db = db
         return work(self._db)
 
@@ -116,7 +117,8 @@ class SQLiteThreadStore:
             try:
                 with db:
                     db.execute(
-                        "INSERT INTO threads VALUES (?, ?, ?, ?, 0, 0, 0, ?, ?)",
+                        "INSERT INTO threads (id, owner, title, settings, version, chars, message_count, created_at, "
+                        "updated_at) VALUES (?, ?, ?, ?, 0, 0, 0, ?, ?)",
                         (thread.id, owner, title, json.dumps(thread.settings), now, now),
                     )
             except sqlite3.IntegrityError:
@@ -148,7 +150,7 @@ class SQLiteThreadStore:
         self, owner: str, thread_id: str, messages: Sequence[Message], *, expected_version: int
     ) -> Thread:
         bodies = [encode_json_text(m.to_dict()) for m in messages]  # a lone surrogate kept, escaped
-        added = sum(len(m.content) for m in messages)
+        added = sum(m.size for m in messages)  # text, and the bytes of images and files
 
         def write(db: sqlite3.Connection) -> Thread:
             db.execute("BEGIN IMMEDIATE")
@@ -167,6 +169,28 @@ class SQLiteThreadStore:
                     "UPDATE threads SET version = ?, chars = ?, message_count = ?, title = ?, updated_at = ? WHERE id = ?",
                     (version + 1, chars + added, count + len(bodies), title or title_from(messages), time.time(), thread_id),
                 )
+                thread = _read(db, owner, thread_id)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            assert thread is not None
+            return thread
+
+        return await self._call(write)
+
+    async def update_state(
+        self, owner: str, thread_id: str, state: dict[str, Any], *, expected_version: int
+    ) -> Thread:
+        body = encode_json_text(state)
+
+        def write(db: sqlite3.Connection) -> Thread:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute("SELECT state_version FROM threads WHERE id = ? AND owner = ?", (thread_id, owner)).fetchone()
+                check_state_update(thread_id, row[0] if row else None, expected_version)
+                db.execute("UPDATE threads SET state = ?, state_version = ?, updated_at = ? WHERE id = ?",
+                           (body, expected_version + 1, time.time(), thread_id))
                 thread = _read(db, owner, thread_id)
                 db.execute("COMMIT")
             except BaseException:
@@ -263,16 +287,26 @@ def _forget_the_log(db: sqlite3.Connection, attempts: int = 20) -> None:
     log.warning("sqlite: a reader in another process held the log; the deleted text leaves it at the next checkpoint")
 
 
+def _add_state_columns(db: sqlite3.Connection) -> None:
+    """A file made before threads kept a state gets the two columns (once)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(threads)")}
+    if "state" not in columns:
+        with db:
+            db.execute("ALTER TABLE threads ADD COLUMN state TEXT NOT NULL DEFAULT '{}'")
+            db.execute("ALTER TABLE threads ADD COLUMN state_version INTEGER NOT NULL DEFAULT 0")
+
+
 def _read(db: sqlite3.Connection, owner: str, thread_id: str) -> Thread | None:
     row = db.execute(
-        "SELECT id, owner, title, settings, version, created_at, updated_at FROM threads WHERE id = ? AND owner = ?",
+        "SELECT id, owner, title, settings, version, created_at, updated_at, state, state_version FROM threads "
+        "WHERE id = ? AND owner = ?",
         (thread_id, owner),
     ).fetchone()
     if row is None:
         return None
     bodies = db.execute("SELECT body FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,)).fetchall()
     messages = tuple(Message.from_dict(json.loads(body)) for (body,) in bodies)
-    return Thread(row[0], row[1], row[2], json.loads(row[3]), messages, row[4], row[5], row[6])
+    return Thread(row[0], row[1], row[2], json.loads(row[3]), messages, row[4], row[5], row[6], json.loads(row[7]), row[8])
 
 
 __all__ = ["SQLiteThreadStore"]

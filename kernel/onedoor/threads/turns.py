@@ -5,81 +5,139 @@ from __future__ import annotations
 
 import asyncio
 import random
+from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
-from ..events import TextDelta, ToolFinished, ToolStarted
+from ..content import Part, text_of
+from ..events import ReplyPart, TextDelta, ToolFinished, ToolStarted
 from ..messages import Message, ToolCall
+from ..usage import ModelUsage
 from ..wire import join_surrogates
 from .model import Thread, ThreadError, ThreadStore
 
 
 class TurnRecorder:
     """Builds what one run adds to its thread, without copying its text: the text comes
-    from the run's contract (a list of parts) at the end; tool events note where in that
-    list they fell. Only tool events pass through :meth:`note`."""
+    from the run's contract (a list of parts) at the end; tool events and reply parts
+    (``ReplyPart``) note where in that list they fell. Only those pass through :meth:`note`.
+    ``parts``: the user's message's content, when it is more than text."""
 
-    __slots__ = ("message", "marks")
+    __slots__ = ("message", "parts", "marks")
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, parts: Sequence[Part] = ()) -> None:
         self.message = message
-        self.marks: list[tuple[int, Any]] = []  # (number of text parts before it, tool event)
+        self.parts = tuple(parts)
+        self.marks: list[tuple[int, Any]] = []  # (number of text parts before it, event)
 
     def note(self, event: Any, parts: Sequence[str]) -> None:
-        if type(event) is ToolStarted or type(event) is ToolFinished:
+        kind = type(event)
+        if kind is ToolStarted or kind is ToolFinished or kind is ReplyPart:
             self.marks.append((len(parts), event))
 
-    def messages(self, parts: Sequence[str], *, interrupted: str = "") -> list[Message]:
+    def messages(
+        self, parts: Sequence[str], *, interrupted: str = "", usage: Sequence[ModelUsage] = ()
+    ) -> list[Message]:
         """The user's message, then the assistant's turn as the history format has it (an
         assistant message carrying the tool calls it made, a ``tool`` message per result,
-        the reply). ``interrupted`` (e.g. "cancelled") is noted on a reply cut short."""
-        out = [Message("user", self.message)] if self.message else []
+        the reply, its reply parts in place). ``interrupted`` (e.g. "cancelled") is noted on
+        a reply cut short; ``usage`` (the run's) goes on the turn's last assistant message."""
+        out = [Message("user", self.message, parts=self.parts)] if self.message or self.parts else []
         calls: list[ToolCall] = []
         results: list[Message] = []
+        replies: list[tuple[int, Part]] = []  # the current assistant message's reply parts
         text_from = 0  # the current assistant message's text: parts[text_from:text_to]
         text_to: int | None = None  # where its first tool call was made
 
+        def assistant(start: int, stop: int | None, tool_calls: Sequence[ToolCall] = ()) -> Message:
+            text = join_surrogates("".join(parts[start:stop]))
+            if not replies:
+                return Message("assistant", text, tuple(tool_calls))
+            content = _interleaved(parts, start, stop, replies)
+            replies.clear()
+            return Message("assistant", text_of(content), tuple(tool_calls), parts=content)
+
         def emit() -> None:
-            out.append(Message("assistant", join_surrogates("".join(parts[text_from:text_to])), tuple(calls)))
+            out.append(assistant(text_from, text_to, calls))
             out.extend(results)
             calls.clear()
             results.clear()
 
         for at, event in self.marks:
-            if type(event) is ToolStarted:
-                if results:  # the calls before were answered: this call starts the next message
-                    emit()
-                    text_from, text_to = text_to or 0, None
+            kind = type(event)
+            if results and kind is not ToolFinished:  # the calls before were answered: the next message
+                emit()
+                text_from, text_to = text_to or 0, None
+            if kind is ReplyPart:
+                replies.append((at, event.part))
+            elif kind is ToolStarted:
                 if text_to is None:
                     text_to = at
                 calls.append(ToolCall(event.call_id, event.name, event.arguments))
             else:
-                results.append(Message("tool", event.result_text(), tool_call_id=event.call_id))
+                results.append(Message("tool", event.result_text(), tool_call_id=event.call_id, parts=event.parts))
         if calls:
             emit()
             text_from = text_to or 0
-        rest = join_surrogates("".join(parts[text_from:]))
-        if rest:
-            out.append(Message("assistant", rest))
+        rest = assistant(text_from, None)
+        if rest.content or rest.parts:
+            out.append(rest)
         if interrupted:
-            last = out[-1] if out and out[-1].role == "assistant" else None
-            note = f"[reply {interrupted}]"
-            if last is None:
-                out.append(Message("assistant", note))
-            else:
-                out[-1] = Message("assistant", f"{last.content}\n{note}" if last.content else note, last.tool_calls)
+            _note_interrupted(out, interrupted)
+        if usage:
+            _put_usage(out, usage)
         return out
 
 
-def turn_messages(message: str, events: Iterable[Any], *, interrupted: str = "") -> list[Message]:
-    """:class:`TurnRecorder` over a list of events (for tests and doors that kept them)."""
-    recorder = TurnRecorder(message)
-    parts: list[str] = []
+def _note_interrupted(out: list[Message], interrupted: str) -> None:
+    """The turn's reply says it was cut short (e.g. "[reply cancelled]")."""
+    last = out[-1] if out and out[-1].role == "assistant" else None
+    note = f"[reply {interrupted}]"
+    if last is None:
+        out.append(Message("assistant", note))
+    else:
+        extra = (*last.parts, Part.of_text("\n" + note)) if last.parts else ()
+        out[-1] = replace(last, content=f"{last.content}\n{note}" if last.content else note, parts=extra)
+
+
+def _put_usage(out: list[Message], usage: Sequence[ModelUsage]) -> None:
+    """The run's usage goes on the turn's last assistant message."""
+    for index in range(len(out) - 1, -1, -1):
+        if out[index].role == "assistant":
+            out[index] = replace(out[index], usage=tuple(usage))
+            return
+
+
+def _interleaved(texts: Sequence[str], start: int, stop: int | None, replies: Sequence[tuple[int, Part]]) -> tuple[Part, ...]:
+    """An assistant message's content: its text cut where each reply part came."""
+    out: list[Part] = []
+    at = start
+    for where, part in replies:
+        where = max(at, where if stop is None else min(where, stop))
+        if where > at:
+            out.append(Part.of_text(join_surrogates("".join(texts[at:where]))))
+            at = where
+        out.append(part)
+    tail = join_surrogates("".join(texts[at:stop]))
+    if tail:
+        out.append(Part.of_text(tail))
+    return tuple(out)
+
+
+def turn_messages(
+    message: str, events: Iterable[Any], *, interrupted: str = "", parts: Sequence[Part] = ()
+) -> list[Message]:
+    """:class:`TurnRecorder` over a list of events (for tests and doors that kept them); the
+    usage of a terminal event among them goes on the reply."""
+    recorder = TurnRecorder(message, parts)
+    usage: Sequence[ModelUsage] = ()
+    texts: list[str] = []
     for event in events:
         if type(event) is TextDelta:
-            parts.append(event.text)
+            texts.append(event.text)
         else:
-            recorder.note(event, parts)
-    return recorder.messages(parts, interrupted=interrupted)
+            usage = getattr(event, "usage", None) or usage
+            recorder.note(event, texts)
+    return recorder.messages(texts, interrupted=interrupted, usage=usage)
 
 
 class _Writers:

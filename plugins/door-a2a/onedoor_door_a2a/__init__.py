@@ -16,10 +16,10 @@ Starlette load in :meth:`A2aDoor.asgi_mount`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from onedoor import hookimpl
-from onedoor.questions import POLICIES
+from onedoor.questions import AskFallback, check_policy
 
 if TYPE_CHECKING:
     from onedoor import AsgiMount, RunFailed, RunFinished, RunInfo, ServeContext
@@ -42,8 +42,7 @@ class A2aOptions:
         default=True,
         metadata={"help": "also answer A2A 0.3 clients (message/send, message/stream, tasks/get…) on the JSON-RPC endpoint"},
     )
-    # the kernel's policies (onedoor.questions.POLICIES); mypy takes no tuple in Literal
-    ask_fallback: Literal[POLICIES] = field(  # type: ignore[valid-type]
+    ask_fallback: AskFallback = field(
         default="deny",
         metadata={"help": "a question's answer when no more runs may wait for answers (limits.max_parked_runs): "
                   "deny (reject/decline), allow (allow tools once, decline questions) or fail the run"},
@@ -58,8 +57,7 @@ class A2aOptions:
         if not self.prefix.startswith("/") or self.prefix.rstrip("/") == "":
             raise ValueError(f"prefix must start with '/' and name a path, got {self.prefix!r}")
         self.prefix = self.prefix.rstrip("/")
-        if self.ask_fallback not in POLICIES:
-            raise ValueError(f"ask_fallback must be one of {', '.join(POLICIES)}, got {self.ask_fallback!r}")
+        check_policy(self.ask_fallback)
         if not self.question_ttl >= 0:
             raise ValueError("question_ttl must be 0 (the kernel's default) or more seconds")
 

@@ -28,6 +28,9 @@ SCHEMA = (
     )
     """,
     "CREATE INDEX IF NOT EXISTS onedoor_threads_by_owner ON onedoor_threads (owner, updated_at DESC, id DESC)",
+    # a thread's shared state (onedoor.state) and its version; added to tables made before
+    "ALTER TABLE onedoor_threads ADD COLUMN IF NOT EXISTS state text NOT NULL DEFAULT '{}'",
+    "ALTER TABLE onedoor_threads ADD COLUMN IF NOT EXISTS state_version bigint NOT NULL DEFAULT 0",
     """
     CREATE TABLE IF NOT EXISTS onedoor_thread_turns (
         run_id text COLLATE "C" PRIMARY KEY,
@@ -54,6 +57,6 @@ NOW = "extract(epoch from statement_timestamp())::double precision"
 # One round trip reads a whole thread: its row and its messages in order, one snapshot.
 READ_THREAD = """
     SELECT id, owner, title, settings, version, created_at, updated_at,
-           ARRAY(SELECT body FROM onedoor_messages WHERE thread_id = t.id ORDER BY seq)
+           ARRAY(SELECT body FROM onedoor_messages WHERE thread_id = t.id ORDER BY seq), state, state_version
     FROM onedoor_threads t WHERE id = %s AND owner = %s
 """

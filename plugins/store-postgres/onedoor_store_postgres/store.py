@@ -28,6 +28,7 @@ from onedoor.threads import (
     ThreadError,
     ThreadSummary,
     check_append,
+    check_state_update,
     check_thread_id,
     new_thread_id,
     title_from,
@@ -128,7 +129,8 @@ class PostgresThreadStore:
         async with self._connection() as conn:
             try:
                 cursor = await conn.execute(
-                    f"INSERT INTO onedoor_threads VALUES (%s, %s, %s, %s, 0, 0, 0, {NOW}, {NOW}) RETURNING created_at",
+                    "INSERT INTO onedoor_threads (id, owner, title, settings, version, chars, message_count, created_at,"
+                    f" updated_at) VALUES (%s, %s, %s, %s, 0, 0, 0, {NOW}, {NOW}) RETURNING created_at",
                     (chosen, owner, json.dumps(title), json.dumps(kept)),
                 )
             except psycopg.errors.UniqueViolation:
@@ -159,7 +161,7 @@ class PostgresThreadStore:
         self, owner: str, thread_id: str, messages: Sequence[Message], *, expected_version: int
     ) -> Thread:
         bodies = [encode_json_text(m.to_dict()) for m in messages]  # a lone surrogate kept, escaped
-        added = sum(len(m.content) for m in messages)
+        added = sum(m.size for m in messages)  # text, and the bytes of images and files
         async with self._connection() as conn, conn.transaction():
             cursor = await conn.execute(
                 "SELECT version, chars, message_count, title FROM onedoor_threads WHERE id = %s AND owner = %s FOR UPDATE",
@@ -179,6 +181,27 @@ class PostgresThreadStore:
                 f" updated_at = {NOW} WHERE id = %s",
                 (version + 1, chars + added, count + len(bodies), json.dumps(title or title_from(messages)), thread_id),
             )
+            cursor = await conn.execute(READ_THREAD, (thread_id, owner))
+            thread = _thread(await cursor.fetchone())
+        assert thread is not None
+        return thread
+
+    async def update_state(
+        self, owner: str, thread_id: str, state: dict[str, Any], *, expected_version: int
+    ) -> Thread:
+        """Replace the thread's shared state if it is still at ``expected_version``: one
+        statement (compare-and-set in its WHERE clause), then the thread read back."""
+        async with self._connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                f"UPDATE onedoor_threads SET state = %s, state_version = state_version + 1, updated_at = {NOW}"
+                " WHERE id = %s AND owner = %s AND state_version = %s RETURNING state_version",
+                (encode_json_text(state), thread_id, owner, expected_version),
+            )
+            if await cursor.fetchone() is None:
+                cursor = await conn.execute("SELECT state_version FROM onedoor_threads WHERE id = %s AND owner = %s",
+                                            (thread_id, owner))
+                row = await cursor.fetchone()
+                check_state_update(thread_id, row[0] if row else None, expected_version)
             cursor = await conn.execute(READ_THREAD, (thread_id, owner))
             thread = _thread(await cursor.fetchone())
         assert thread is not None
@@ -253,7 +276,8 @@ def _thread(row: Any) -> Thread | None:
     if row is None:
         return None
     messages = tuple(Message.from_dict(json.loads(body)) for body in row[7])
-    return Thread(row[0], row[1], json.loads(row[2]), json.loads(row[3]), messages, row[4], row[5], row[6])
+    return Thread(row[0], row[1], json.loads(row[2]), json.loads(row[3]), messages, row[4], row[5], row[6],
+                  json.loads(row[8]), row[9])
 
 
 __all__ = ["PostgresThreadStore", "StoreUnavailable"]

@@ -54,6 +54,8 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "in_use": (409, "run_in_use"),
     "not_found": (404, "unknown_thread"),
     "pending_questions": (409, "pending_questions"),
+    "unsupported_content": (415, "unsupported_content"),
+    "state_conflict": (409, "state_conflict"),
 }
 THREAD_REFUSALS: dict[str, tuple[int, str]] = {
     "not_found": (404, "unknown_thread"),
@@ -62,6 +64,8 @@ THREAD_REFUSALS: dict[str, tuple[int, str]] = {
     "too_large": (413, "thread_too_large"),
     "invalid": (422, "invalid_request"),
     "no_threads": (501, "no_threads"),
+    "no_state": (501, "no_state"),
+    "stale": (412, "state_changed"),
     "unavailable": (503, "store_unavailable"),
 }
 QUESTION_REFUSALS: dict[str, tuple[int, str]] = {

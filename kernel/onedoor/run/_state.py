@@ -1,0 +1,66 @@
+"""A run's shared state, as the kernel keeps it (see :mod:`onedoor.state`). Internal to the kernel."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..errors import ContractViolation
+from ..events import StateDelta, StateSnapshot
+from ..state import apply_patch, checked_state, state_chars
+
+
+class RunState:
+    """The state of one run, from its first response to its last."""
+
+    __slots__ = ("value", "limit", "changes", "base_version", "shown_at_start")
+
+    def __init__(self, value: dict[str, Any] | None, limit: int, base_version: int = 0, *, shown: bool = False) -> None:
+        self.value = value
+        self.limit = limit
+        self.changes: list[tuple[str, Any]] = []  # ("snapshot", state) | ("delta", ops), in order
+        self.base_version = base_version  # the thread's state version the run started from
+        # the stream starts with a StateSnapshot (after RunStarted): a client sent a state, or
+        # the thread has one; a reader replaying the run from its start gets the state it began with
+        self.shown_at_start = shown
+
+    def copy(self) -> dict[str, Any] | None:
+        """The state now, as a copy a backend may change freely."""
+        return copy.deepcopy(self.value) if self.value is not None else None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    def apply(self, event: StateSnapshot | StateDelta) -> StateSnapshot | StateDelta:
+        """Check and apply a backend's change; the event to pass on (ContractViolation when
+        it does not apply: the state stays as it was)."""
+        try:
+            if isinstance(event, StateSnapshot):
+                # one fresh copy, shared by the event, the value and the change: none of them
+                # is changed in place (a patch makes a new document)
+                new = checked_state(event.state, self.limit)
+                self.changes.append(("snapshot", new))
+                self.value = new
+                return StateSnapshot(new)
+            ops = checked_state({"ops": list(event.ops)}, self.limit)["ops"]  # JSON, and a copy
+            new = apply_patch(self.value or {}, ops)  # a new document of JSON values
+            size = state_chars(new)  # (raises ValueError for what is not JSON)
+            if size > self.limit:
+                raise ValueError(f"the state would have {size:,} characters; the limit is {self.limit:,}")
+        except ValueError as exc:
+            raise ContractViolation(f"a state change was refused: {exc}") from None
+        self.changes.append(("delta", ops))
+        self.value = new
+        return StateDelta(tuple(ops))
+
+    def replayed_on(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """The run's changes applied again, in order, on ``stored`` (another door changed the
+        thread's state meanwhile); ValueError when they no longer apply."""
+        value = stored
+        for kind, change in self.changes:
+            value = copy.deepcopy(change) if kind == "snapshot" else apply_patch(value, change)
+        return checked_state(value, self.limit)
+
+
+__all__ = ["RunState"]
