@@ -238,17 +238,45 @@ def packaging(session: nox.Session) -> None:
 
 
 LINT_DISTRIBUTIONS = [folder for folder in release.ALL if folder not in OWN_ENVIRONMENT]
+MAX_MODULE_LINES = 400
+# The modules the size rule covers: the kernel, every distribution's package, the examples.
+SIZED_MODULES = ("kernel/**/*.py", "plugins/*/onedoor_*/**/*.py", "transports/*/onedoor_*/**/*.py", "examples/**/*.py")
+UNSIZED_FOLDERS = {"node_modules", "build"}
+
+
+def oversized_modules(root: Path = ROOT, limit: int = MAX_MODULE_LINES) -> list[tuple[str, int]]:
+    """``(path, lines)`` of every module under :data:`SIZED_MODULES` with more than ``limit`` lines."""
+    found: dict[str, int] = {}
+    for pattern in SIZED_MODULES:
+        for path in root.glob(pattern):
+            relative = path.relative_to(root)
+            if UNSIZED_FOLDERS.intersection(relative.parts) or not path.is_file():
+                continue
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > limit:
+                found[str(relative)] = lines
+    return sorted(found.items())
 
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff on everything; mypy on every distribution's package (with its dependencies
-    installed, so their types count)."""
-    session.install("ruff>=0.6", "mypy>=1.10", *TEST_TOOLS, *[f"-e./{folder}" for folder in LINT_DISTRIBUTIONS])
+    installed, so their types count); the import contract (``lint-imports``, configured in
+    pyproject.toml); no module over :data:`MAX_MODULE_LINES` lines."""
+    session.install("ruff>=0.6", "mypy>=1.10", "import-linter>=2.10", *TEST_TOOLS,
+                    *[f"-e./{folder}" for folder in LINT_DISTRIBUTIONS])
+    # The import graph needs every package's source, hermes' too, but not hermes' exact pins.
+    session.install("--no-deps", *[f"-e./{folder}" for folder in sorted(OWN_ENVIRONMENT)])
     session.run("ruff", "check", "kernel", "plugins", "transports", "examples", "bench/loadhooks", "tests", "noxfile.py")
     packages = [str(ROOT / folder / package) if folder != "." else str(ROOT / "kernel" / package)
                 for folder, package in release.ALL.items()]
     session.run("mypy", *packages)
+    session.run("lint-imports")
+    oversized = oversized_modules()
+    if oversized:
+        listed = "\n".join(f"  {path}: {lines} lines" for path, lines in oversized)
+        session.error(f"modules over {MAX_MODULE_LINES} lines (split them by what they hold):\n{listed}")
+    session.log(f"every module is at most {MAX_MODULE_LINES} lines")
 
 
 @nox.session(python=PYTHON)

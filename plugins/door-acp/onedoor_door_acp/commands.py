@@ -46,7 +46,7 @@ async def run(door: Any, session: Any, name: str, arg: str) -> str:
         count = await door.sessions.reset(session)
         return f"Conversation reset ({count} messages forgotten)."
     if name in ("backend", "model"):
-        choices = door.backend_choices()
+        choices = door.backends.choices()
         if not arg:
             return f"Backend: {session.backend}. Available: {', '.join(choices)}. Switch with /{name} NAME."
         await door.switch_backend(session, arg)

@@ -1,0 +1,254 @@
+"""One prompt turn of one session (:class:`Turn`) and running it (:func:`run_turn`).
+
+A turn holds its run, its cancel state, the tool calls it announced or rejected and the
+questions it asks the editor (:mod:`.approvals`). Running it streams the run's events as
+``session/update`` notifications, in order, checkpoints the turn while it runs (so a
+crash loses at most a moment of it) and ends with the prompt's stop reason, or an error
+reply when the backend or a ``fail`` policy ended it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from onedoor import (
+    STOP_CANCELLED,
+    STOP_MAX_TURNS,
+    LiveAsker,
+    QuestionAnswered,
+    QuestionAsked,
+    ReasoningDelta,
+    RunFailed,
+    RunFinished,
+    RunRefused,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from onedoor.questions import APPROVAL, Answer, Question, closing_answer
+from onedoor.wire import jsonrpc
+
+from .approvals import REJECTED, TurnCancelled, ask_approval, ask_input
+from .bridge import REQUEST_ID
+from .errors import error, not_found, refused
+from .sessions import Session, UnknownSession
+from .translate import TurnRecorder, text_chunk, tool_end, tool_start, tool_status
+
+log = logging.getLogger("onedoor.door.acp")
+CHECKPOINT_SECONDS = 0.5  # a running turn's progress is saved this often (crash safety)
+STOP_REASONS = {STOP_MAX_TURNS: "max_turn_requests", STOP_CANCELLED: "cancelled"}
+
+
+class Turn:
+    """One prompt turn of one session: its run, cancel state, tool-call states and the
+    questions it asks the editor (:mod:`.approvals`). ``door`` is the connection's
+    :class:`~.server.AcpServer`."""
+
+    def __init__(self, door: Any, session: Session) -> None:
+        self.door = door
+        self.session = session
+        self.run: Any = None
+        self.cancelled = asyncio.Event()
+        self.done = asyncio.Event()
+        self.recorder = TurnRecorder()
+        self.announced: set[str] = set()
+        self.rejected: set[str] = set()
+        self.requests: set[asyncio.Future] = set()  # requests to the editor waiting for a reply
+        self.asks: set[asyncio.Future] = set()  # questions being asked (done when each ends)
+        self.failure: str | None = None  # set by ask_fallback "fail": the prompt ends with an error
+        self.base: list[dict[str, Any]] = []  # the door-kept history before the run (no thread store)
+        self.base_count = 0  # the thread's length before the run (thread store)
+        self.pending: dict[str, Any] = {}  # the turn's checkpoint (thread store)
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        self.drop_requests()
+        if self.run is not None:
+            self.run.cancel()
+
+    def drop_requests(self) -> None:
+        """End the questions still open (the turn was cancelled, or its run has ended)."""
+        for request in list(self.requests):
+            request.cancel()
+
+    def fail(self, reason: str) -> None:
+        """End the turn with a JSON-RPC error (the run itself is cancelled)."""
+        if self.failure is None:
+            self.failure = reason
+        self.cancel()
+
+    def release(self) -> None:
+        """The turn ends without streaming: its session takes the next prompt."""
+        self.session.turn = None
+        self.done.set()
+
+    async def notify(self, update: dict[str, Any]) -> None:
+        await self.door.notify(self.session.id, update)
+
+    async def ask(self, question: Question) -> Answer:
+        """The turn's live asker (see :mod:`.approvals`). Ends when the editor answers, or
+        at once when the turn is cancelled (the call is closed in the editor either way),
+        even if the kernel has stopped waiting for it."""
+        if self.cancelled.is_set():
+            return closing_answer(question, "cancelled")
+        asking = asyncio.get_running_loop().create_future()
+        self.asks.add(asking)
+        try:
+            if question.kind == APPROVAL and question.tool is not None:
+                return await ask_approval(self, question)
+            return await ask_input(self, question)
+        except Exception:
+            log.warning("acp: asking the editor failed", exc_info=log.isEnabledFor(logging.DEBUG))
+            return closing_answer(question, "policy")
+        finally:
+            self.asks.discard(asking)
+            asking.set_result(None)
+
+    async def settle(self) -> None:
+        """Wait for open questions to close (they end on cancel), so the editor gets every
+        call closed before the prompt's reply."""
+        if self.asks:
+            await asyncio.wait(set(self.asks), timeout=self.door.ctx.kernel.limits.cancel_grace + 1)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a request to the editor: its result, or its error raised; TurnCancelled
+        once the turn is cancelled (which drops the open request)."""
+        if self.cancelled.is_set():
+            raise TurnCancelled()
+        request = asyncio.ensure_future(self.door.conn.send_request(method, params))
+        self.requests.add(request)
+        try:
+            return await request
+        except asyncio.CancelledError:  # the turn, or the run (the kernel stops asking), was cancelled
+            request.cancel()
+            raise TurnCancelled() from None  # the asker closes the call and answers no
+        finally:
+            self.requests.discard(request)
+
+    async def reject(self, call_id: str, name: str, arguments: Any, reason: str = REJECTED) -> None:
+        self.rejected.add(call_id)
+        self.recorder.add_rejected(call_id, name, arguments, reason)
+        try:
+            await self.notify(tool_end(call_id, reason, True))
+        except ConnectionError:  # the editor has gone; the history still records the rejection
+            pass
+
+
+async def _editor_tools(door: Any, session: Session, kernel: Any) -> list[Any]:
+    """The editor's MCP tools, for a backend that can use them (connects on first use)."""
+    if session.mcp is None or "tools" not in kernel.backend.capabilities:
+        return []
+    tools = await session.mcp.tools()
+    for note in session.mcp.take_notes():
+        await door.notify(session.id, text_chunk("agent_message_chunk", f"Note: {note}.\n"))
+    return tools
+
+
+async def run_turn(door: Any, session: Session, text: str) -> Any:
+    """Run ``text`` as a turn of ``session`` on the connection ``door``; the prompt's reply."""
+    kernel = door.backends.kernel_for(session.backend)
+    turn = Turn(door, session)
+    session.turn = turn  # from here a second prompt is refused and a cancel applies
+    if REQUEST_ID.get() in door.cancelled_requests:
+        turn.cancel()
+    try:
+        tools = await _editor_tools(door, session, kernel)
+        where = await door.sessions.prepare_turn(session, turn)  # the history, or the thread
+        run = kernel.run(text, **where, tools=tools, door="acp", asker=LiveAsker(turn.ask))
+    except UnknownSession as exc:  # its thread was deleted by another door
+        turn.release()
+        raise not_found(exc, session.id) from None
+    except RunRefused as exc:
+        turn.release()
+        raise refused(exc) from None
+    except BaseException:
+        turn.release()
+        raise
+    turn.run = run
+    try:
+        await door.sessions.begin_turn(session, turn, text)  # the prompt is kept even if the process dies
+    except BaseException:
+        await run.aclose()
+        turn.release()
+        raise
+    checkpoints = asyncio.ensure_future(_checkpoints(door, session, turn))
+    outcome: Any = None
+    try:
+        outcome = await _stream(turn, run)
+    except ConnectionError:
+        turn.cancel()
+    finally:
+        checkpoints.cancel()
+        turn.drop_requests()  # a question the run no longer waits for (it ended) gets no answer
+        await turn.settle()
+        note = "" if outcome is None or type(outcome) is RunFinished else f"\n[the run failed: {outcome.error}]"
+        if turn.failure is not None:
+            note = f"\n[the run failed: {turn.failure}]"
+        session.turn = None
+        try:
+            await door.sessions.end_turn(session, turn, note)
+        except Exception:
+            log.exception("could not save session %s", session.id)
+        turn.done.set()
+    if turn.failure is not None:
+        raise error(jsonrpc.INTERNAL_ERROR, f"the run failed: {turn.failure}", {"runId": run.run_id})
+    if turn.cancelled.is_set() or outcome is None:
+        return {"stopReason": "cancelled"}
+    if type(outcome) is RunFailed:
+        raise error(jsonrpc.INTERNAL_ERROR, f"the backend failed: {outcome.error}", {"runId": outcome.run_id})
+    return {"stopReason": STOP_REASONS.get(outcome.stop_reason, "end_turn")}
+
+
+async def _checkpoints(door: Any, session: Session, turn: Turn) -> None:
+    """Save the turn's progress while it runs, so a crash loses at most a moment of it."""
+    saved: tuple[int, ...] = (0, 0, 0, 0)  # the turn starts empty
+    while True:
+        await asyncio.sleep(CHECKPOINT_SECONDS)
+        mark = turn.recorder.mark()
+        if mark != saved:
+            saved = mark
+            door.sessions.checkpoint(session, turn)
+
+
+async def _stream(turn: Turn, run: Any) -> Any:
+    """Send the run's events as session updates, in order; return the terminal event."""
+    send = turn.door.conn.send_notification
+    sid = turn.session.id
+    recorder = turn.recorder
+    text_parts = recorder.text
+    thought_parts = recorder.reasoning
+    outcome = None
+    async with run:
+        if turn.cancelled.is_set():
+            run.cancel()
+        async for event in run:
+            kind = type(event)
+            if kind is TextDelta:
+                text_parts.append(event.text)
+                await send("session/update", {"sessionId": sid, "update": {
+                    "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": event.text}}})
+            elif kind is ReasoningDelta:
+                thought_parts.append(event.text)
+                await send("session/update", {"sessionId": sid, "update": {
+                    "sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": event.text}}})
+            elif kind is ToolStarted:
+                if event.call_id not in turn.rejected:
+                    recorder.add(event)
+                    if event.call_id not in turn.announced:
+                        turn.announced.add(event.call_id)
+                        await turn.notify(tool_start(event.call_id, event.name, event.arguments))
+                    await turn.notify(tool_status(event.call_id, "in_progress"))
+            elif kind is ToolFinished:
+                if event.call_id not in turn.rejected:
+                    recorder.add(event)
+                    await turn.notify(tool_end(event.call_id, event.result, event.is_error))
+            elif kind is RunFinished or kind is RunFailed:
+                outcome = event
+            elif kind is QuestionAsked or kind is QuestionAnswered:
+                pass  # the turn's asker carries questions (request_permission, elicitation/create)
+    return outcome
+
+
+__all__ = ["CHECKPOINT_SECONDS", "STOP_REASONS", "Turn", "run_turn"]
