@@ -38,7 +38,7 @@ import json
 from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any, Union
 
-from .content import Part
+from .content import Part, part_from_dict
 from .usage import ModelUsage, usage_from_json
 from .wire import encode_json_text
 
@@ -228,9 +228,9 @@ def _rebuild_fields(cls: type, values: dict[str, Any]) -> None:
     if "usage" in values:
         values["usage"] = usage_from_json(values["usage"])
     if "parts" in values:
-        values["parts"] = tuple(Part.from_dict(p) for p in values["parts"] or ())
+        values["parts"] = tuple(part_from_dict(p) for p in values["parts"] or ())
     if cls is ReplyPart and "part" in values:
-        values["part"] = Part.from_dict(values["part"])
+        values["part"] = part_from_dict(values["part"])
     if cls is StateDelta and "ops" in values:
         if not isinstance(values["ops"], list):
             raise ValueError("bad state_delta event: ops must be a list")

@@ -126,3 +126,23 @@ async def test_a_call_that_finds_every_connection_busy_fails_after_the_timeout(p
     finally:
         await holder.close()
         await store.close()
+
+
+async def test_a_database_made_by_the_previous_version_gets_the_state_columns(own_postgres):
+    """Tables made before threads kept a state: opening the store adds the two columns (once,
+    and never again: ALTER TABLE would lock the table against other servers), and a thread
+    made then reads with an empty state at version 0. (Run on every open, ALTER TABLE deadlocked
+    with a writer on another server: check_concurrent_writers_on_two_stores.)"""
+    with psycopg.connect(own_postgres.dsn, autocommit=True) as conn:
+        conn.execute("""CREATE TABLE onedoor_threads (id text COLLATE "C" PRIMARY KEY, owner text NOT NULL,
+            title text NOT NULL, settings text NOT NULL, version bigint NOT NULL, chars bigint NOT NULL,
+            message_count integer NOT NULL, created_at double precision NOT NULL, updated_at double precision NOT NULL)""")
+        conn.execute("INSERT INTO onedoor_threads VALUES ('old', 'alice', '\"Old\"', '{}', 0, 0, 0, 1.0, 1.0)")
+    store = PostgresThreadStore(own_postgres.dsn)
+    try:
+        old = await store.get("alice", "old")
+        assert old is not None and (old.title, old.state, old.state_version) == ("Old", {}, 0)
+        kept = await store.update_state("alice", "old", {"n": 1}, expected_version=0)
+        assert (kept.state, kept.state_version) == ({"n": 1}, 1)
+    finally:
+        await store.close()

@@ -33,7 +33,6 @@ are the words of the message and history, output tokens the deltas it sent.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Generator, Iterator, Literal, Sequence
@@ -47,22 +46,15 @@ from ..events import (
     RunFailed,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
     TextDelta,
     ToolFinished,
     ToolStarted,
 )
 from ..port import CancelToken, Message, RunContext
 from ..questions import Answer, Question
-from ..state import apply_patch
-from ..usage import ModelUsage
 from ..wire import encode_json_text
+from .scripted_extras import DOT_PNG, Usage, changed, describe_parts, json_prefix, state_change
 
-# a 1x1 transparent PNG: what /image and /draw send
-DOT_PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-)
 ALL_ACCEPTED = ",".join((*MEDIA_KINDS, "resource"))
 
 
@@ -135,7 +127,7 @@ def _parse_directives(message: str, options: ScriptedOptions) -> tuple[dict[str,
         elif word == "/question":
             flags["question"], tail = _question(tail), ""
         elif word == "/state":
-            change, tail = _json_prefix(tail)
+            change, tail = json_prefix(tail)
             flags.setdefault("state", []).append(change)
         elif word in ("/image", "/draw"):
             flags[word[1:]] = True
@@ -143,49 +135,6 @@ def _parse_directives(message: str, options: ScriptedOptions) -> tuple[dict[str,
             break
         rest = tail.strip()
     return flags, rest
-
-
-def _json_prefix(text: str) -> tuple[Any, str]:
-    """The JSON value at the start of ``text`` and what follows it (None when there is none)."""
-    text = text.lstrip()
-    try:
-        value, end = json.JSONDecoder().raw_decode(text)
-    except json.JSONDecodeError:
-        return None, text
-    return value, text[end:]
-
-
-def _state_change(value: Any) -> Event:
-    if isinstance(value, dict):
-        return StateSnapshot(value)
-    return StateDelta(tuple(value) if isinstance(value, list) else (value,))  # the kernel refuses a bad one
-
-
-def _changed(state: Any, event: Event) -> Any:
-    """The state after a change (what the kernel will hold; a change it refuses ends the run)."""
-    if isinstance(event, StateSnapshot):
-        return event.state
-    try:
-        return apply_patch(state or {}, list(event.ops))  # type: ignore[union-attr]
-    except ValueError:
-        return state
-
-
-def describe_parts(parts: Sequence[Part]) -> str:
-    """What arrived, in one line: "1 image (image/png, 1,234 bytes, cat.png); 1 resource (…)"."""
-    counts: dict[str, list[str]] = {}
-    for part in parts:
-        if part.kind == "text":
-            continue
-        what = [part.media_type or ""]
-        if part.data is not None or part.text is not None:
-            what.append(f"{part.byte_size:,} bytes")
-        if part.uri:
-            what.append(part.uri + (f" lines {part.lines[0]}-{part.lines[1]}" if part.lines else ""))
-        if part.name:
-            what.append(part.name)
-        counts.setdefault(part.kind, []).append(", ".join(w for w in what if w))
-    return "; ".join(f"{len(items)} {kind} ({'; '.join(items)})" for kind, items in counts.items())
 
 
 def _question(text: str) -> Question:
@@ -222,10 +171,10 @@ def plan(
         flags["deltas"] = 0
     state = context.state if context is not None else None
     for change in flags.get("state", ()):
-        event = _state_change(change)
-        state = _changed(state, event)
+        event = state_change(change)
+        state = changed(state, event)
         yield event
-    usage = _Usage(message, history) if options.usage else None
+    usage = Usage(message, history) if options.usage else None
     if "ask" in flags or "question" in flags:
         yield from _stream_reply(run_id, (yield from _ask(run_id, flags)), flags, pause, usage)
         return
@@ -252,16 +201,6 @@ def plan(
         shown = encode_json_text(state)
         reply += f" State: {shown if len(shown) <= 200 else shown[:197] + '...'}"
     yield from _stream_reply(run_id, reply, flags, pause, usage)
-
-
-class _Usage:
-    """What a scripted run can count: words in (message and history), deltas out."""
-
-    def __init__(self, message: str, history: Sequence[Message]) -> None:
-        self.input = len(message.split()) + sum(len(m.content.split()) for m in history)
-
-    def of(self, deltas: int) -> tuple[ModelUsage, ...]:
-        return (ModelUsage("scripted", "onedoor", self.input, deltas, requests=1),)
 
 
 def _ask(run_id: str, flags: dict[str, Any]) -> Generator[Step, Answer | None, str]:
@@ -307,7 +246,7 @@ def _reply(
 
 
 def _stream_reply(
-    run_id: str, reply: str, flags: dict[str, Any], pause: float, usage: _Usage | None = None
+    run_id: str, reply: str, flags: dict[str, Any], pause: float, usage: Usage | None = None
 ) -> Iterator[Step]:
     """The reply as text deltas (failing half-way when asked), then the terminal event."""
     pieces = _words(reply)

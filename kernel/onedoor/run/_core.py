@@ -8,11 +8,13 @@ feed, the question gate, the contract, the thread and the outcome. Internal to t
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from ..content import Part
-from ..events import RunFailed, RunFinished
+from ..errors import ContractViolation
+from ..events import STOP_CANCELLED, ReasoningDelta, RunFailed, RunFinished, TextDelta, ToolFinished
 from ..messages import Message
 from ..observe import notify, observed
 from ..port import RunContext
@@ -20,10 +22,12 @@ from ..questions import SILENT_DENY
 from ..threads import Thread, TurnRecorder
 from ..usage import ModelUsage, add_usage
 from ._gate import QuestionGate
-from ._runner import BackendRunner
+from ._runner import BackendRunner, StopRun
 from ._state import RunState
 from .contract import Contract
 from .model import RunInfo
+
+log = logging.getLogger("onedoor.kernel")
 
 
 class RunCore:
@@ -69,6 +73,7 @@ class RunCore:
         self.grace = self.limits.cancel_grace
         self.deadline: float | None = None  # time.monotonic() when the run timeout strikes
         self.finished = False
+        self.awaiting_token = False  # observers wait for the run's first text (onedoor_first_token)
         self.runner: BackendRunner | None = None
 
     @property
@@ -121,7 +126,87 @@ class RunCore:
         if self.deadline is not None:
             self.deadline += time.monotonic() - self.parked_at
 
-    # -- endings -----------------------------------------------------------------------
+    # -- waiting and endings -----------------------------------------------------------------
+    async def wait_for_events(self) -> None:
+        """Wait for the backend; StopRun when it stays silent too long or the run takes too long."""
+        core = self
+        assert core.runner is not None
+        lim = core.limits
+        timeout = lim.idle_timeout
+        if core.deadline is not None:
+            left = core.deadline - time.monotonic()
+            if left <= 0:
+                raise StopRun(core.timeout_message("run"))
+            timeout = min(timeout, left) if timeout else left
+        gate = core.gate
+        gate.door_waiting(True)
+        got = await core.runner.feed.wait(timeout)
+        gate.door_waiting(False)
+        if got or gate.holds_idle_timeout(lim.idle_timeout):
+            return  # events came, or a human is (or was just) being asked: the idle timeout waits
+        if core.deadline is not None and time.monotonic() >= core.deadline:
+            raise StopRun(core.timeout_message("run"))
+        raise StopRun(core.timeout_message("idle"))
+
+    def failure(self, exc: Exception) -> RunFailed:
+        """The RunFailed of a run the kernel ends (a broken contract, a timeout, a backend that raised)."""
+        core = self
+        message = str(exc)
+        if isinstance(exc, ContractViolation):
+            message = f"backend {core.backend_name!r} broke the event contract: {message}"
+        log.info("run %s failed: %s", core.run_id, message)
+        return RunFailed(core.run_id, message, core.total_usage())
+
+    def describe_error(self, exc: BaseException) -> str:
+        """What the backend raised, in one line (its traceback only in the debug log)."""
+        name = self.backend_name
+        log.debug("backend %r raised", name, exc_info=exc)
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        text = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        return f"backend {name!r} failed: {text}"
+
+    async def ending(self, terminal: Any) -> tuple[list[ToolFinished], RunFinished | RunFailed]:
+        """The events that end the run: tool calls left open are closed, then the outcome
+        (with the run's usage: every UsageReported and the backend's terminal event's own)."""
+        core, contract = self, self.contract
+        run_id = core.run_id
+        if terminal is None:  # cancelled
+            await core.stop_backend(tell=True)
+            usage = core.total_usage()
+            return contract.close_open_tools("cancelled"), RunFinished(run_id, contract.text, STOP_CANCELLED, usage)
+        usage = core.total_usage(terminal.usage)
+        if type(terminal) is RunFailed:
+            return contract.close_open_tools("the run failed"), RunFailed(run_id, str(terminal.error), usage)
+        return [], RunFinished(run_id, terminal.text, terminal.stop_reason, usage)
+
+    def park(self, rest: list[Any], on_expiry: Any) -> bool:
+        """A response ends with a question: park the run until its questions expire (the rest
+        of the batch goes back to the feed for the response that continues it). False, and no
+        parking, when no question is open any more (its backend stopped waiting first)."""
+        assert self.runner is not None
+        open_questions = self.gate.open_questions()
+        if not open_questions:
+            return False
+        self.runner.feed.items.extendleft(reversed(rest))
+        self.parked_at = time.monotonic()
+        expiry = [q.expires_at for q in open_questions if q.expires_at is not None]
+        expires_at = min(expiry) if expiry else time.time() + self.limits.question_ttl
+        self.host.lot.park(self, expires_at, on_expiry)
+        return True
+
+    def at_first_token(self, batch: list[Any]) -> list[Any]:
+        """Tell observers of the run's first text when the door reaches it: a batch with text
+        after other events is cut there (the rest goes back to the feed, for the next batch)."""
+        at = next((i for i, e in enumerate(batch) if type(e) is TextDelta or type(e) is ReasoningDelta), -1)
+        if at == 0:
+            self.awaiting_token = False
+            notify(self.host.hooks, "onedoor_first_token", run=self.info)
+        elif at > 0:
+            assert self.runner is not None
+            self.runner.feed.items.extendleft(reversed(batch[at:]))
+            return batch[:at]
+        return batch
+
     def timeout_message(self, which: str) -> str:
         name, lim = self.backend_name, self.limits
         if which == "run":

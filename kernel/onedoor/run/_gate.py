@@ -32,6 +32,7 @@ from ..questions import (
     policy_answer,
 )
 from ._feed import Feed
+from ._runner import StopRun
 
 log = logging.getLogger("onedoor.kernel")
 
@@ -45,6 +46,11 @@ class Injected:
         self.event = event
         self.suspend = suspend  # the response ends after this event (a parked run's question)
         self.fail = fail  # the run fails after this event (a question under the "fail" policy)
+
+    def fail_if_asked(self) -> None:
+        """A question answered under the "fail" policy ends the run once the door has its events."""
+        if self.fail:
+            raise StopRun(self.fail)
 
 
 class Observation:

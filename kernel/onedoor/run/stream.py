@@ -20,13 +20,11 @@ from ..events import (
     STOP_SUSPENDED,
     TERMINAL_EVENTS,
     Event,
-    ReasoningDelta,
     RunFailed,
     RunFinished,
     RunStarted,
     StateDelta,
     StateSnapshot,
-    TextDelta,
     ToolFinished,
     ToolStarted,
     UsageReported,
@@ -36,7 +34,6 @@ from ._core import RunCore
 from ._gate import Injected, Observation
 from ._runner import StopRun
 from ._turn import open_turn, save_turn
-from .contract import Contract
 from .model import RunInfo
 
 log = logging.getLogger("onedoor.kernel")
@@ -60,7 +57,6 @@ class RunStream:
         self._started = False
         self._ended = asyncio.Event()  # set once this response has ended (see Kernel.shutdown)
         self._resumed = resumed
-        self._awaiting_token = False  # observers wait for the run's first text
         self._gen = self._drive()
 
     # -- what doors read ---------------------------------------------------------------
@@ -202,7 +198,7 @@ class RunStream:
             try:
                 await self._start_run()
                 pass_text = contract.pass_text  # the fast path: most events are text in mid-run
-                self._awaiting_token = not self._resumed and observed(core.host.hooks, "onedoor_first_token")
+                core.awaiting_token = not self._resumed and observed(core.host.hooks, "onedoor_first_token")
                 while terminal is None and not self._cancel_requested:
                     batch = await self._next_batch()
                     for index, event in enumerate(batch):
@@ -217,7 +213,7 @@ class RunStream:
                         if type(event) is Injected:  # the kernel's own question events
                             if not event.suspend:
                                 yield event.event
-                                _fail_if_asked(event)
+                                event.fail_if_asked()
                             elif self._park(batch[index + 1:]):  # (False: the backend stopped waiting)
                                 parked = True
                                 yield event.event
@@ -231,11 +227,11 @@ class RunStream:
                         event = self._passing(event)
                         if event is not None:
                             yield event
-                closing, outcome = await self._ending(contract, terminal)
+                closing, outcome = await core.ending(terminal)
             except (ContractViolation, StopRun) as exc:
                 core.gate.cancel()  # a question still open (a timeout while asked) is answered no
                 await core.stop_backend(tell=True)
-                closing, outcome = contract.close_open_tools("the run failed"), self._failure(exc)
+                closing, outcome = contract.close_open_tools("the run failed"), self._core.failure(exc)
             for event in closing:
                 self._note_tool(event)
                 yield event
@@ -294,7 +290,7 @@ class RunStream:
         while True:
             batch = feed.take()
             if batch is not None:
-                return self._first_token(batch) if self._awaiting_token else batch
+                return core.at_first_token(batch) if core.awaiting_token else batch
             if core.gate.failure is not None and not core.gate.emits:
                 raise StopRun(core.gate.failure)
             if self._cancel_requested:
@@ -304,57 +300,9 @@ class RunStream:
                 if batch is not None:
                     return batch
                 if feed.error is not None:
-                    raise StopRun(self._describe_error(feed.error))
+                    raise StopRun(core.describe_error(feed.error))
                 raise ContractViolation("backend's stream ended without RunFinished or RunFailed")
-            await self._wait_for_events()
-
-    def _first_token(self, batch: list[Any]) -> list[Any]:
-        """Tell observers of the run's first text when the door reaches it: a batch with text
-        after other events is cut there (the rest goes back to the feed, for the next batch)."""
-        at = _first_token(batch)
-        if at == 0:
-            self._awaiting_token = False
-            notify(self._core.host.hooks, "onedoor_first_token", run=self._core.info)
-        elif at > 0:
-            assert self._core.runner is not None
-            self._core.runner.feed.items.extendleft(reversed(batch[at:]))
-            return batch[:at]
-        return batch
-
-    async def _wait_for_events(self) -> None:
-        """Wait for the backend; StopRun when it stays silent too long or the run takes too long."""
-        core = self._core
-        assert core.runner is not None
-        lim = core.limits
-        timeout = lim.idle_timeout
-        if core.deadline is not None:
-            left = core.deadline - time.monotonic()
-            if left <= 0:
-                raise StopRun(core.timeout_message("run"))
-            timeout = min(timeout, left) if timeout else left
-        gate = core.gate
-        gate.door_waiting(True)
-        got = await core.runner.feed.wait(timeout)
-        gate.door_waiting(False)
-        if got or gate.holds_idle_timeout(lim.idle_timeout):
-            return  # events came, or a human is (or was just) being asked: the idle timeout waits
-        if core.deadline is not None and time.monotonic() >= core.deadline:
-            raise StopRun(core.timeout_message("run"))
-        raise StopRun(core.timeout_message("idle"))
-
-    async def _ending(self, contract: Contract, terminal: Any) -> tuple[list[ToolFinished], RunFinished | RunFailed]:
-        """The events that end the run: tool calls left open are closed, then the outcome
-        (with the run's usage: every UsageReported and the backend's terminal event's own)."""
-        core = self._core
-        run_id = core.run_id
-        if terminal is None:  # cancelled
-            await core.stop_backend(tell=True)
-            usage = core.total_usage()
-            return contract.close_open_tools("cancelled"), RunFinished(run_id, contract.text, STOP_CANCELLED, usage)
-        usage = core.total_usage(terminal.usage)
-        if type(terminal) is RunFailed:
-            return contract.close_open_tools("the run failed"), RunFailed(run_id, str(terminal.error), usage)
-        return [], RunFinished(run_id, terminal.text, terminal.stop_reason, usage)
+            await self._core.wait_for_events()
 
     def _passing(self, event: Any) -> Any:
         """A backend's event (not text, not terminal) on its way to the door: a state change
@@ -386,39 +334,14 @@ class RunStream:
 
     # -- parking (SuspendAsker) -----------------------------------------------------------
     def _park(self, rest: list[Any]) -> bool:
-        """This response ends with a question: park the run (the rest of the batch goes
-        back to the feed for the stream that continues it). False, and no parking, when
-        the question is no longer open (its backend stopped waiting before the door saw it)."""
-        core = self._core
-        assert core.runner is not None
-        open_questions = core.gate.open_questions()
-        if not open_questions:
+        """This response ends with a question: park the run (see ``RunCore.park``)."""
+        if not self._core.park(rest, lambda: cancel_parked(self._core, "expired")):
             return False
-        core.runner.feed.items.extendleft(reversed(rest))
         self._retired = True
-        core.parked_at = time.monotonic()
         self._ended.set()
-        expiry = [q.expires_at for q in open_questions if q.expires_at is not None]
-        expires_at = min(expiry) if expiry else time.time() + core.limits.question_ttl
-        core.host.lot.park(core, expires_at, lambda: cancel_parked(core, "expired"))
         return True
 
     # -- endings -----------------------------------------------------------------------
-    def _failure(self, exc: Exception) -> RunFailed:
-        core = self._core
-        message = str(exc)
-        if isinstance(exc, ContractViolation):
-            message = f"backend {core.backend_name!r} broke the event contract: {message}"
-        log.info("run %s failed: %s", core.run_id, message)
-        return RunFailed(core.run_id, message, core.total_usage())
-
-    def _describe_error(self, exc: BaseException) -> str:
-        name = self._core.backend_name
-        log.debug("backend %r raised", name, exc_info=exc)
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        text = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-        return f"backend {name!r} failed: {text}"
-
     def _finish(self, outcome: RunFinished | RunFailed, observed: bool = True) -> None:
         """Once per run: record the outcome, free the slot (once the backend has really
         ended too) and tell the observers."""
@@ -456,20 +379,6 @@ def cancel_parked(core: RunCore, how: str) -> None:
     core.gate.cancel(how)
     core.tell_backend()
     lot.drain(core.host.drain(successor))
-
-
-def _first_token(batch: list[Any]) -> int:
-    """Where the first text (or reasoning) of ``batch`` is, or -1."""
-    for index, event in enumerate(batch):
-        if type(event) is TextDelta or type(event) is ReasoningDelta:
-            return index
-    return -1
-
-
-def _fail_if_asked(injected: Injected) -> None:
-    """A question answered under the "fail" policy ends the run once the door has its events."""
-    if injected.fail:
-        raise StopRun(injected.fail)
 
 
 async def drain(stream: RunStream) -> None:

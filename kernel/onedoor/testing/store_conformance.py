@@ -20,19 +20,21 @@ Each check fails with an ``AssertionError`` that says what the store did wrong.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import os
-from typing import Any, AsyncIterator, Awaitable, Callable
 
 from ..messages import Message, ToolCall
-from ..threads import Thread, ThreadError, ThreadStore, append_turn, title_from
-
-StoreFactory = Callable[..., Any]
-Check = Callable[[StoreFactory], Awaitable[None]]
-
-ROOMY = 2_000_000  # a size limit the checks do not reach
-TIGHT = 1_000  # the size limit check_size_limit works with
+from ..threads import Thread, append_turn, title_from
+from ._stores import ROOMY, TIGHT, Check, StoreFactory
+from ._stores import name as _name
+from ._stores import opened as _opened
+from ._stores import refused as _refused
+from .store_extra_checks import (
+    check_parts_and_usage_round_trip,
+    check_state_compare_and_set,
+    check_state_writers_race,
+    check_turn_leases,
+)
 
 # A turn as the kernel records it: a tool call with its result, odd text included
 # (NUL, emoji, newlines, markup-looking and JSON-looking text), empty content.
@@ -42,32 +44,6 @@ TURN = (
     Message("tool", '{"words": 3, "quote": "\\"", "tag": "</script>"}', tool_call_id="c1"),
     Message("assistant", "Three words — « ok »."),
 )
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{os.urandom(6).hex()}"
-
-
-@contextlib.asynccontextmanager
-async def _opened(make_store: StoreFactory, max_thread_chars: int = ROOMY) -> AsyncIterator[Any]:
-    store = make_store(max_thread_chars=max_thread_chars)
-    if inspect.isawaitable(store):
-        store = await store
-    assert isinstance(store, ThreadStore), f"{type(store).__name__} does not have the ThreadStore methods"
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
-async def _refused(reason: str, call: Awaitable[Any], what: str) -> ThreadError:
-    try:
-        got = await call
-    except ThreadError as exc:
-        assert exc.reason == reason, f"{what}: ThreadError {exc.reason!r} ({exc}), expected {reason!r}"
-        assert str(exc).strip(), f"{what}: the ThreadError has no message"
-        return exc
-    raise AssertionError(f"{what}: expected ThreadError {reason!r}, got {got!r}")
 
 
 # -- checks on one store ------------------------------------------------------------------
@@ -306,117 +282,6 @@ async def check_concurrent_writers_on_two_stores(make_store: StoreFactory) -> No
         contents = [m.content for m in final.messages]
         pairs = sorted(zip(contents[::2], contents[1::2], strict=True))
         assert pairs == sorted((f"question {n}", f"answer {n}") for n in range(writers)), pairs
-
-
-# -- turn leases (onedoor.threads.leases), for stores that keep them -----------------------
-async def check_turn_leases(make_store: StoreFactory) -> None:
-    """A lease makes a thread's turn live for everyone but its own run; closing it, letting
-    it run out, or a holder process that is gone (this host) ends it; leases are per owner."""
-    import time
-
-    from ..threads.leases import holder
-
-    owner = _name("alice")
-    async with _opened(make_store) as store:
-        thread = await store.create(owner)
-        now = time.time()
-        assert await store.turn_live(owner, thread.id) is False, "no turn is open"
-        await store.turn_open(owner, thread.id, "run-1", holder(), now + 10)
-        assert await store.turn_live(owner, thread.id) is True
-        assert await store.turn_live(owner, thread.id, besides="run-1") is False, "besides: its own run"
-        assert await store.turn_live(_name("bob"), thread.id) is False, "another owner's thread"
-        await store.turn_renew(holder(), now + 20)
-        await store.turn_close("run-1")
-        assert await store.turn_live(owner, thread.id) is False, "closed"
-        await store.turn_open(owner, thread.id, "run-2", holder(), now - 1)
-        assert await store.turn_live(owner, thread.id) is False, "its lease ran out"
-        await store.turn_open(owner, thread.id, "run-3", "another-host.example:1:x", now + 10)
-        await store.turn_open(owner, thread.id, "run-4", f"{holder().split(':')[0]}:999999999:gone", now + 10)
-        assert await store.turn_live(owner, thread.id, besides="run-3") is False, "a holder process that is gone"
-        assert await store.turn_live(owner, thread.id) is True, "another host's live lease counts"
-
-
-# -- content and usage kept with the messages ------------------------------------------------
-async def check_parts_and_usage_round_trip(make_store: StoreFactory) -> None:
-    """A message's parts (an image's bytes, a resource with its lines, JSON data) and a
-    turn's usage come back exactly; the size limit counts the bytes of the parts."""
-    from ..content import Part
-    from ..usage import ModelUsage
-
-    owner = _name("alice")
-    image = Part.media("image", "image/png", data=b"\x89PNG\r\n\x1a\n" + bytes(range(256)), name="shot.png")
-    resource = Part.resource("file:///work/a.py", text="print('hi')\n", lines=(5, 10))
-    data = Part.of_data({"k": [1, None, "\u00e9"]})
-    sent = (
-        Message("user", "look", parts=(Part.of_text("look"), image, resource, data)),
-        Message("assistant", "a cat", usage=(ModelUsage("m-1", "fake", 10, 7, requests=1),)),
-    )
-    async with _opened(make_store) as store:
-        thread = await store.create(owner)
-        await store.append(owner, thread.id, sent, expected_version=0)
-        got = await store.get(owner, thread.id)
-        assert got is not None and got.messages == sent, f"parts or usage changed on the way: {got and got.messages}"
-    async with _opened(make_store, max_thread_chars=TIGHT) as store:
-        thread = await store.create(owner)
-        big = Message("user", "x", parts=(Part.of_text("x"), Part.media("image", "image/png", data=b"\x89PNG\r\n\x1a\n" + bytes(TIGHT))))
-        try:
-            await store.append(owner, thread.id, [big], expected_version=0)
-        except ThreadError as exc:
-            assert exc.reason == "too_large", exc.reason
-        else:
-            raise AssertionError("an image larger than the thread's limit was kept")
-
-
-# -- shared state (onedoor.state), for stores that keep it -------------------------------------
-async def check_state_compare_and_set(make_store: StoreFactory) -> None:
-    """A new thread's state is {} at version 0; an update at the current version replaces it
-    and adds one; a stale version is ``conflict`` and changes nothing; another owner's
-    thread is ``not_found``; the state survives reopening the store and goes with the thread."""
-    owner = _name("alice")
-    state = {"todo": ["milk", "\x00nul", "😀"], "n": 1.5, "deep": {"a": [None, True]}}
-    async with _opened(make_store) as store:
-        thread = await store.create(owner)
-        assert (thread.state, thread.state_version) == ({}, 0), (thread.state, thread.state_version)
-        kept = await store.update_state(owner, thread.id, state, expected_version=0)
-        assert (kept.state, kept.state_version) == (state, 1), (kept.state, kept.state_version)
-        for version, who in ((0, owner), (1, _name("bob"))):
-            try:
-                await store.update_state(who, thread.id, {"lost": True}, expected_version=version)
-            except ThreadError as exc:
-                assert exc.reason == ("conflict" if who == owner else "not_found"), exc.reason
-            else:
-                raise AssertionError(f"update_state at version {version} by {who} was taken")
-        await store.append(owner, thread.id, [Message("user", "hi")], expected_version=0)
-    async with _opened(make_store) as store:
-        again = await store.get(owner, thread.id)
-        assert again is not None and (again.state, again.state_version) == (state, 1), again
-        assert await store.delete(owner, thread.id)
-        try:
-            await store.update_state(owner, thread.id, {}, expected_version=1)
-        except ThreadError as exc:
-            assert exc.reason == "not_found", exc.reason
-        else:
-            raise AssertionError("the state of a deleted thread was updated")
-
-
-async def check_state_writers_race(make_store: StoreFactory) -> None:
-    """Many writers at the state's version at once: exactly one wins, the others are told."""
-    owner = _name("alice")
-    async with _opened(make_store) as one, _opened(make_store) as two:
-        thread = await one.create(owner)
-
-        async def write(n: int) -> bool:
-            try:
-                await (one if n % 2 else two).update_state(owner, thread.id, {"by": n}, expected_version=0)
-                return True
-            except ThreadError as exc:
-                assert exc.reason == "conflict", exc.reason
-                return False
-
-        won = await asyncio.gather(*(write(n) for n in range(8)))
-        assert sum(won) == 1, f"{sum(won)} writers won"
-        final = await one.get(owner, thread.id)
-        assert final is not None and final.state == {"by": won.index(True)} and final.state_version == 1
 
 
 CHECKS: list[Check] = [

@@ -28,9 +28,6 @@ SCHEMA = (
     )
     """,
     "CREATE INDEX IF NOT EXISTS onedoor_threads_by_owner ON onedoor_threads (owner, updated_at DESC, id DESC)",
-    # a thread's shared state (onedoor.state) and its version; added to tables made before
-    "ALTER TABLE onedoor_threads ADD COLUMN IF NOT EXISTS state text NOT NULL DEFAULT '{}'",
-    "ALTER TABLE onedoor_threads ADD COLUMN IF NOT EXISTS state_version bigint NOT NULL DEFAULT 0",
     """
     CREATE TABLE IF NOT EXISTS onedoor_thread_turns (
         run_id text COLLATE "C" PRIMARY KEY,
@@ -50,6 +47,30 @@ SCHEMA = (
     )
     """,
 )
+
+# Columns added after the first release, to tables made before: (table, column, definition).
+# Added only when missing (ALTER TABLE locks the table, even when there is nothing to add).
+ADDED_COLUMNS = (
+    ("onedoor_threads", "state", "text NOT NULL DEFAULT '{}'"),  # a thread's shared state (onedoor.state)
+    ("onedoor_threads", "state_version", "bigint NOT NULL DEFAULT 0"),
+)
+MISSING_COLUMNS = """
+    SELECT t.table_name, t.column_name FROM unnest(%s::text[], %s::text[]) AS t (table_name, column_name)
+    WHERE NOT EXISTS (SELECT 1 FROM information_schema.columns c WHERE c.table_schema = current_schema()
+                      AND c.table_name = t.table_name AND c.column_name = t.column_name)
+"""
+
+
+async def add_missing_columns(conn: object) -> None:
+    """Add the columns of :data:`ADDED_COLUMNS` a table made by an older version lacks."""
+    tables = [table for table, _, _ in ADDED_COLUMNS]
+    columns = [column for _, column, _ in ADDED_COLUMNS]
+    cursor = await conn.execute(MISSING_COLUMNS, (tables, columns))  # type: ignore[attr-defined]
+    missing = {tuple(row) for row in await cursor.fetchall()}
+    for table, column, definition in ADDED_COLUMNS:
+        if (table, column) in missing:
+            await conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {definition}")  # type: ignore[attr-defined]
+
 
 # One time per statement: a new thread's created_at and updated_at are equal.
 NOW = "extract(epoch from statement_timestamp())::double precision"

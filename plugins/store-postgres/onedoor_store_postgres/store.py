@@ -37,7 +37,7 @@ from onedoor.threads.leases import holder_alive
 
 from . import journal
 from .pool import ConnectionPool
-from .schema import NOW, READ_THREAD, SCHEMA, SCHEMA_LOCK
+from .schema import NOW, READ_THREAD, SCHEMA, SCHEMA_LOCK, add_missing_columns
 
 log = logging.getLogger("onedoor.store.postgres")
 
@@ -90,6 +90,7 @@ class PostgresThreadStore:
                     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                     for statement in (*SCHEMA, *journal.SCHEMA):
                         await conn.execute(statement)
+                    await add_missing_columns(conn)
                 self._ready = True
             return self._pool
 

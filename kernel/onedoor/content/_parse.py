@@ -1,38 +1,4 @@
-"""Content: what a message carries besides text (images, audio, video, documents,
-resources, links, JSON data), checked the same way on every door.
-
-A message's content is text, or a sequence of :class:`Part`. Plain strings stay valid
-everywhere: a message of parts also has its text (:func:`text_of`), which is what a
-backend written for text receives as its ``message`` and sees as ``Message.content``;
-a backend that takes more reads the parts (``context.content``, ``Message.parts``).
-
-==============  =================================================================
-kind            fields
-==============  =================================================================
-text            ``text``
-image, audio,   ``media_type`` and ``data`` (bytes, inline) or ``uri`` (a URL: it
-video,          goes to the backend as a URL; the server never fetches it),
-document        optional ``name`` (a file name, sanitised)
-resource        ``uri`` with ``text`` (or ``data`` and a ``media_type``), optional
-                ``lines`` (first and last line, 1-based: the part of the file it is)
-resource_link   ``uri`` (a reference, never fetched by the server), optional ``name``,
-                ``media_type``, ``size``, ``title``
-data            ``value``: a JSON value (``media_type`` application/json by default)
-==============  =================================================================
-
-JSON (``to_dict``/``from_dict``): ``{"type": kind, ...}`` with ``data`` as base64 and
-``uri``, ``media_type``, ``name``, ``lines``, ``value``, ``title``, ``size``,
-``metadata``. :func:`parse_content` turns what a client sent into parts under the
-kernel's limits (:class:`~onedoor.limits.Limits`: ``max_parts``, ``max_part_bytes``,
-``max_content_bytes``, ``media_types``), refusing with :class:`ContentError` (a clear
-reason; doors answer 415 or 422) bad base64, a media type that lies about its bytes, a
-URL of a scheme it cannot be, sizes over the limits, nesting.
-
-Backends declare the kinds they take besides text (``Backend.accepts``): the kernel
-refuses, before a run starts, a message with a part the backend cannot take (RunRefused
-``unsupported_content``), except the kinds every backend can be given as text:
-resources with text, links and JSON data (:func:`text_of` writes them out).
-"""
+"""Checking what a client sent as content (see :mod:`onedoor.content`)."""
 
 from __future__ import annotations
 
@@ -41,15 +7,10 @@ import binascii
 import math
 import re
 import unicodedata
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
-from .errors import OnedoorError
-
-MEDIA_KINDS = ("image", "audio", "video", "document")
-TEXT_LIKE = ("resource", "resource_link", "data")  # every backend can be given these as text
-KINDS = ("text", *MEDIA_KINDS, *TEXT_LIKE)
-ALL_KINDS = frozenset(KINDS)
+from ._model import KINDS, MEDIA_KINDS, ContentError, ContentLimits, Part, text_of
 
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}", re.ASCII)
 _URL_SCHEMES = ("http://", "https://")
@@ -65,162 +26,6 @@ _MAGIC: dict[str, tuple[bytes, ...]] = {
     "audio/x-wav": (b"RIFF",),
     "audio/mpeg": (b"ID3", b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"),
 }
-
-
-class ContentError(OnedoorError, ValueError):
-    """Content the kernel will not take. ``reason``: ``invalid`` (malformed: bad base64, a
-    lying media type, a bad URL), ``too_large`` (over a limit), ``unsupported`` (a kind or
-    media type this server or backend does not take)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Part:
-    """One part of a message's content (see the module docstring)."""
-
-    kind: str
-    text: str | None = None
-    data: bytes | None = None
-    uri: str | None = None
-    media_type: str | None = None
-    name: str | None = None
-    value: Any = None
-    lines: tuple[int, int] | None = None
-    title: str | None = None
-    size: int | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    # -- builders ------------------------------------------------------------------------
-    @classmethod
-    def of_text(cls, text: str) -> "Part":
-        return cls("text", text=text)
-
-    @classmethod
-    def media(cls, kind: str, media_type: str, *, data: bytes | None = None, uri: str | None = None,
-              name: str | None = None) -> "Part":
-        """An image, audio, video or document, inline (``data``) or by URL (``uri``)."""
-        return cls(kind, data=data, uri=uri, media_type=media_type, name=name)
-
-    @classmethod
-    def resource(cls, uri: str, *, text: str | None = None, data: bytes | None = None, media_type: str | None = None,
-                 lines: tuple[int, int] | None = None) -> "Part":
-        return cls("resource", text=text, data=data, uri=uri, media_type=media_type, lines=lines)
-
-    @classmethod
-    def link(cls, uri: str, *, name: str | None = None, media_type: str | None = None, title: str | None = None,
-             size: int | None = None) -> "Part":
-        return cls("resource_link", uri=uri, name=name, media_type=media_type, title=title, size=size)
-
-    @classmethod
-    def of_data(cls, value: Any, media_type: str = "application/json") -> "Part":
-        return cls("data", value=value, media_type=media_type)
-
-    # -- what it is ------------------------------------------------------------------------
-    @property
-    def byte_size(self) -> int:
-        """Bytes it holds (inline data, or its text as UTF-8)."""
-        if self.data is not None:
-            return len(self.data)
-        if self.text is not None:
-            return len(self.text.encode("utf-8", "surrogatepass"))
-        if self.kind == "data":
-            from .wire import encode_json_text
-
-            return len(encode_json_text(self.value))
-        return 0
-
-    def describe(self) -> str:
-        """One line naming the part (what a text-only reader is told it is)."""
-        what = self.media_type or self.kind
-        if self.data is not None:
-            size = f"{len(self.data):,} bytes"
-        elif self.uri:
-            size = self.uri if len(self.uri) <= 120 else self.uri[:117] + "..."
-        else:
-            size = ""
-        named = f" {self.name}" if self.name else ""
-        return f"[{self.kind}{named}: {what}{', ' + size if size else ''}]"
-
-    # -- JSON --------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.kind}
-        if self.text is not None:
-            out["text"] = self.text
-        if self.data is not None:
-            out["data"] = base64.b64encode(self.data).decode("ascii")
-        for key in ("uri", "media_type", "name", "title", "size"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.kind == "data":
-            out["value"] = self.value
-        if self.lines is not None:
-            out["lines"] = list(self.lines)
-        if self.metadata:
-            out["metadata"] = self.metadata
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "Part":
-        """A part from its JSON form, checked (ContentError), without the server's limits."""
-        return _parse_part(data, None, 0)
-
-
-# -- the text every backend can be given ------------------------------------------------------
-def text_of(content: str | Sequence[Part]) -> str:
-    """The text of a content: text parts as they are, resources with text written out
-    (with their URI and lines), links and JSON data as one line each, media named by
-    :meth:`Part.describe` (a text-only reader is told what it was not shown)."""
-    if isinstance(content, str):
-        return content
-    out: list[str] = []
-    for part in content:
-        if part.kind == "text":
-            out.append(part.text or "")
-            continue
-        if out and not out[-1].endswith("\n"):
-            out.append("\n")  # what stands for a part that is not text goes on its own line
-        if part.kind == "resource" and part.text is not None:
-            where = part.uri or ""
-            if part.lines is not None:
-                where += f" (lines {part.lines[0]}-{part.lines[1]})"
-            out.append(f"--- {where} ---\n{part.text}\n--- end of {part.uri or 'resource'} ---\n")
-        elif part.kind == "data":
-            from .wire import encode_json_text
-
-            out.append(encode_json_text(part.value) + "\n")
-        elif part.kind == "resource_link":
-            out.append(f"[file: {part.uri}]\n")
-        else:
-            out.append(part.describe() + "\n")
-    text = "".join(out)
-    return text[:-1] if content and content[-1].kind != "text" and text.endswith("\n") else text
-
-
-def kinds_of(parts: Iterable[Part]) -> set[str]:
-    return {part.kind for part in parts}
-
-
-def needs_backend(parts: Iterable[Part]) -> set[str]:
-    """The kinds of ``parts`` a backend must take itself (no text stands for them)."""
-    return {p.kind for p in parts if p.kind in MEDIA_KINDS or (p.kind == "resource" and p.text is None)}
-
-
-# -- checking what a client sent -----------------------------------------------------------------
-@dataclass(frozen=True)
-class ContentLimits:
-    max_parts: int = 32
-    max_part_bytes: int = 10 * 1024 * 1024
-    max_content_bytes: int = 20 * 1024 * 1024
-    media_types: tuple[str, ...] = ("*/*",)  # patterns: "image/*", "application/pdf", "*/*"
-
-    @classmethod
-    def of(cls, limits: Any) -> "ContentLimits":
-        """The content limits of a kernel's :class:`~onedoor.limits.Limits`."""
-        return cls(limits.max_parts, limits.max_part_bytes, limits.max_content_bytes, tuple(limits.media_types))
 
 
 def parse_content(value: Any, limits: ContentLimits | None = None) -> tuple[str, tuple[Part, ...]]:
@@ -410,7 +215,10 @@ def safe_name(name: str, limit: int = 200) -> str:
     return cleaned[:limit] or "file"
 
 
-__all__ = [
-    "ALL_KINDS", "KINDS", "MEDIA_KINDS", "TEXT_LIKE", "ContentError", "ContentLimits", "Part", "check_parts", "kinds_of",
-    "media_type_allowed", "needs_backend", "parse_content", "safe_name", "text_of",
-]
+def part_from_dict(data: Any) -> Part:
+    """A part from its JSON form (``Part.to_dict``), checked (ContentError), without the
+    server's limits: what a store or another server's journal holds."""
+    return _parse_part(data, None, 0)
+
+
+__all__ = ["check_parts", "media_type_allowed", "parse_content", "part_from_dict", "safe_name"]
