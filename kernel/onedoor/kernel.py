@@ -24,6 +24,7 @@ thread calls doors make).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
@@ -222,6 +223,27 @@ class Kernel:
         most ``cancel_grace``) to stop; the rest is the doors' time to write the endings.
         Returns how many runs were cancelled."""
         return await self._runs.shutdown(grace)
+
+    def drain(self) -> None:
+        """Start no new run from now on (``RunRefused("draining")``); runs going on, parked
+        ones included, go on, and their answers are still taken. For a server that is
+        stopping behind a load balancer: :meth:`drained`, then :meth:`shutdown`."""
+        self._runs.draining = True
+
+    @property
+    def draining(self) -> bool:
+        return self._runs.draining
+
+    async def drained(self, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, until no run holds a slot (True) or not (False)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._runs.active > 0:
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(0.05, left))
+        return True
 
     def forget_thread(self, thread_id: str, principal: str) -> int:
         """After a thread's deletion: cancel the runs still writing it (waiting for answers

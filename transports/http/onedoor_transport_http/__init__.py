@@ -47,9 +47,14 @@ class HttpOptions:
         default=4 * 3600, metadata={"help": "seconds the cookie of a page opened with ?token= stays valid"}
     )
     shutdown_grace: float = field(default=5.0, metadata={"help": "seconds open streams get to end on shutdown"})
+    drain_grace: float = field(default=0.0, metadata={
+        "help": "on SIGTERM, seconds the runs going on get to finish before the rest are cancelled (new runs are "
+                "refused 503 draining and /readyz says not ready meanwhile); 0: cancel at once"})
     log_level: str = field(default="warning", metadata={"help": "uvicorn log level"})
 
     def __post_init__(self) -> None:
+        if not self.drain_grace >= 0:
+            raise ValueError("drain_grace must be 0 or more seconds")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port {self.port} is out of range")
         if self.token and len(self.token) < 16:

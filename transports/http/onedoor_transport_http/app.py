@@ -3,7 +3,8 @@
 Layers, outermost first: CORS (only when origins are listed, so preflights are answered
 before auth; the allowed headers are the ones the doors declare), the :class:`Guard`
 (Host, Origin, token, content type, body size, JSON: see :mod:`.guard`; every path, with
-``/healthz`` exempt from the token only), the bare-prefix rewrite (``/mcp`` is served as
+``/healthz`` and ``/readyz`` exempt from the token only: they tell a caller without it no
+more than "ok" or "not ready"), the bare-prefix rewrite (``/mcp`` is served as
 ``/mcp/``), then the router with one Mount per door. All layers are plain ASGI, so
 streaming responses pass through untouched, and nothing added by a door or by the
 ``onedoor_http_app`` hook can sit outside them.
@@ -19,13 +20,13 @@ from onedoor import AsgiMount, Endpoint, ServeContext, StoreUnavailable
 from . import HttpOptions
 from .errors import error_body, send_error
 from .guard import Guard
+from .health import HEALTH_PATH, READY_PATH, health_routes
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-HEALTH_PATH = "/healthz"
 CORS_HEADERS = ("authorization", "content-type", "accept")  # request headers every door may need
 
 send_json_error = send_error  # an older name of errors.send_error, kept for plugins that use it
@@ -79,17 +80,6 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
         ctx.endpoint = endpoint_for(options)
     mounts = [door.asgi_mount(ctx) for door in doors]
 
-    async def health(request: Request) -> JSONResponse:
-        kernel = ctx.kernel
-        return JSONResponse(
-            {
-                "status": "ok",
-                "doors": [d.name for d in doors],
-                "backend": kernel.backend.name,
-                "active_runs": kernel.active_runs,
-            }
-        )
-
     async def root(request: Request) -> Any:
         for mount in mounts:
             for _label, path in mount.links:
@@ -118,7 +108,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
             # own tasks) are cancelled and get their endings before the doors' lifespans close.
             await ctx.kernel.shutdown(options.shutdown_grace)
 
-    routes: list[Any] = [Route(HEALTH_PATH, health), Route("/", root)]
+    routes: list[Any] = [*health_routes(ctx, doors, options), Route("/", root)]
     routes += [Mount(m.prefix.rstrip("/") or "/", app=m.app) for m in mounts]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, StoreUnavailable: store_unavailable})
     if ctx.hooks is not None:
@@ -131,7 +121,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
         allowed_hosts=options.allowed_hosts,
         cors_origins=options.cors_origins,
         max_body=options.max_body_bytes,
-        open_paths=(HEALTH_PATH,),
+        open_paths=(HEALTH_PATH, READY_PATH),
         public_paths=tuple(path for m in mounts for path in m.public_paths),
         cookie_max_age=options.cookie_max_age,
     )

@@ -19,8 +19,10 @@ this order, answering a JSON error ``{"error", "detail"}``:
                              the URL (``?token=``) of anything but a page (GET/HEAD); a
                              page cookie expired, of another server start, or alone
                              from elsewhere than this server's pages.
-                             Not asked on ``/healthz``, nor on GET/HEAD of a door's
-                             ``public_paths`` (A2A's agent card: how to authenticate).
+                             Not asked on ``/healthz`` and ``/readyz`` (a bearer token
+                             there, when right, names its principal: they show details
+                             only then), nor on GET/HEAD of a door's ``public_paths``
+                             (A2A's agent card: how to authenticate).
 415  unsupported_media_type  a POST with a body whose ``Content-Type`` is not the
                              endpoint's own (``application/json`` unless the door says
                              otherwise), or a POST naming another type. This closes CORS
@@ -108,7 +110,7 @@ class Guard:
         allowed_hosts: Iterable[str] = (),
         cors_origins: Iterable[str] = (),
         max_body: int = 4 * 1024 * 1024,
-        open_paths: Iterable[str] = ("/healthz",),
+        open_paths: Iterable[str] = ("/healthz", "/readyz"),
         public_paths: Iterable[str] = (),
         cookie_max_age: int = DEFAULT_MAX_AGE,
     ) -> None:
@@ -167,6 +169,8 @@ class Guard:
                                "list the origin with the cors_origins option")
             return
         public = path in self.open_paths or (path in self.public_paths and scope.get("method") in PAGE_METHODS)
+        if self.auth and path in self.open_paths:  # open, but a caller with its token is known as itself
+            scope = self.auth.bearer(scope, headers)
         if self.auth and not public:
             scope, send, refused = self.auth.authenticate(scope, send, headers, rules.prefix)
             if refused is not None:
