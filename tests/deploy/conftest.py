@@ -12,8 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "store_postgres"))
 
-from deploy_harness import balancer_missing  # noqa: E402
-from pg_server import LocalPostgres, missing_reason  # noqa: E402
+from deploy_harness import balancer_missing
+from pg_server import LocalPostgres, missing_reason
 
 
 @pytest.fixture
