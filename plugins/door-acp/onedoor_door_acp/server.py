@@ -23,10 +23,11 @@ from onedoor.wire import jsonrpc
 from . import commands
 from .backends import Backends
 from .bridge import REQUEST_ID, ChannelTransport, guarded
+from .content import as_dict, plain_text
 from .errors import error, invalid, not_found
 from .sessions import DB_NAME, Session, SessionManager, SessionStore, UnknownSession
 from .thread_sessions import ThreadSessions
-from .translate import UnsupportedContent, prompt_text, replay, text_chunk
+from .translate import replay, text_chunk
 from .turn import run_turn
 
 log = logging.getLogger("onedoor.door.acp")
@@ -59,7 +60,9 @@ class AcpServer:
         from acp.connection import Connection
 
         router = build_agent_router(self, use_unstable_protocol=True)  # type: ignore[arg-type]
-        self.conn = Connection(guarded(router), self.transport, listening=False)
+        hooks = self.ctx.kernel.hooks or getattr(self.ctx, "hooks", None)
+        handler = guarded(router, hooks, getattr(self.ctx, "transport_name", "") or "")
+        self.conn = Connection(handler, self.transport, listening=False)
         try:
             await self.sessions.start()
             await self.conn.main_loop()
@@ -129,7 +132,7 @@ class AcpServer:
             protocol_version=PROTOCOL_VERSION,  # the only version this door speaks; the client decides
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=self._prompt_capabilities(PromptCapabilities),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(), fork=SessionForkCapabilities(),
@@ -139,6 +142,18 @@ class AcpServer:
             auth_methods=[],
             agent_info=Implementation(name="onedoor", title="onedoor", version=onedoor.__version__),
         )
+
+    def _prompt_capabilities(self, make: Any) -> Any:
+        """What prompts may hold besides text and links: what the backend takes. Embedded
+        resources always (their text goes to any backend; a binary one only to a backend
+        that takes resources, else -32602)."""
+        accepts = self.ctx.kernel.backend.accepts
+        return make(image="image" in accepts, audio="audio" in accepts, embedded_context=True)
+
+    def can_read_files(self) -> bool:
+        """Whether the client declared ``fs.readTextFile`` (then ``file://`` links are read through it)."""
+        fs = getattr(self.client_capabilities, "fs", None)
+        return bool(getattr(fs, "read_text_file", False))
 
     async def _set_mcp(self, session: Session, mcp_servers: Any) -> None:
         from .editor_mcp import EditorMcp
@@ -275,21 +290,19 @@ class AcpServer:
             self.cancelled_requests.pop(request_id, None)
 
     async def _prompt(self, session: Session, prompt: list[Any]) -> Any:
-        try:
-            text = prompt_text(prompt)
-        except UnsupportedContent as exc:
-            raise invalid(str(exc)) from None
+        blocks = [as_dict(block) for block in prompt]
+        text = plain_text(blocks)
         previous = session.turn
         if previous is not None:
             if not previous.cancelled.is_set():
                 raise error(jsonrpc.INVALID_REQUEST, "a prompt is already running in this session; cancel it first")
             await asyncio.wait_for(previous.done.wait(), self.ctx.kernel.limits.cancel_grace + 2)
-        command = commands.parse(text)
+        command = commands.parse(text) if text is not None else None
         if command is not None:
             reply = await commands.run(self, session, *command)
             await self.notify(session.id, text_chunk("agent_message_chunk", reply))
             return {"stopReason": "end_turn"}
-        return await run_turn(self, session, text)
+        return await run_turn(self, session, blocks)
 
 
 async def serve_acp(channel: Any, ctx: Any, options: Any) -> None:

@@ -7,6 +7,8 @@
 //   node client.mjs hostile '["onedoor","acp"]'            (unreadable permission answers)
 //   node client.mjs disconnect '["onedoor","acp"]'         (the client goes while asked)
 //   node client.mjs threads '["onedoor","acp"]' THREAD_ID  (issue 16: list every thread, load one, bad input)
+//   node client.mjs content '["onedoor","acp"]' CONFIG     (issue 25: what Zed sends; issue 27: usage)
+//   node client.mjs replay '["onedoor","acp"]' CONFIG      (issue 25: session/load shows the blocks again)
 //
 // Prints one JSON object (what it saw) on its last stdout line; exits 1 on a failed check.
 import { spawn } from "node:child_process";
@@ -23,6 +25,8 @@ const permissionRequests = [];
 const answers = []; // optionIds (or whole results) to answer permission requests with, in order
 const elicitations = [];
 const elicitationAnswers = []; // results of elicitation/create, in order
+const editorFiles = new Map(); // path -> text: what the editor holds (fs/read_text_file reads it, not the disk)
+const fsRequests = [];
 let onAsked = () => {}; // called when a permission or elicitation request arrives
 let onUpdate = () => {};
 
@@ -47,6 +51,15 @@ const app = client({ name: "onedoor-ts-test" })
     const answer = answers.shift() ?? "reject_once";
     if (answer === "never") return new Promise(() => {}); // the user never answers
     return typeof answer === "string" ? { outcome: { outcome: "selected", optionId: answer } } : answer;
+  })
+  .onRequest(methods.client.fs.readTextFile, (ctx) => {
+    fsRequests.push(ctx.params);
+    const text = editorFiles.get(ctx.params.path);
+    if (text === undefined) throw new Error(`no such file in the editor: ${ctx.params.path}`);
+    const lines = text.split("\n");
+    const first = (ctx.params.line ?? 1) - 1;
+    const last = ctx.params.limit == null ? lines.length : first + ctx.params.limit;
+    return { content: lines.slice(first, last).join("\n") };
   })
   .onRequest(methods.client.elicitation.create, (ctx) => {
     elicitations.push(ctx.params);
@@ -251,7 +264,79 @@ async function threads(ctx) {
   return { listed, replay, reply, badCursor, goneCursor, unknownLoad, badIdLoad, listedAfter: again.sessions.length };
 }
 
-const scenarios = { basic, permission, questions, always, hostile, disconnect, threads };
+// -- issue 25 (content) and 27 (usage) --------------------------------------------------------
+async function turn(ctx, sid, prompt) {
+  const from = updates.length;
+  const result = await ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt });
+  const mine = updates.slice(from).filter(([s]) => s === sid).map(([, u]) => u);
+  const textChunks = mine.filter((u) => u.sessionUpdate === "agent_message_chunk" && u.content.type === "text");
+  return {
+    result,
+    text: textChunks.map((u) => u.content.text).join(""),
+    textChunks: textChunks.length,
+    other: mine.filter((u) => !(u.sessionUpdate === "agent_message_chunk" && u.content.type === "text")
+      && u.sessionUpdate !== "agent_thought_chunk"),
+  };
+}
+
+async function content(ctx) {
+  const config = JSON.parse(process.argv[4]);
+  const ws = config.workspace;
+  for (const [path, text] of Object.entries(config.editorFiles)) editorFiles.set(path, text);
+  const init = await ctx.request(methods.agent.initialize, {
+    protocolVersion: 1, clientCapabilities: { fs: { readTextFile: true, writeTextFile: false }, terminal: false },
+  });
+  const { sessionId: sid } = await ctx.request(methods.agent.session.new, { cwd: ws, mcpServers: [] });
+  // what Zed sends for "explain @sample.py:5-10" without embeddedContext, a pasted file, a screenshot
+  const link = await turn(ctx, sid, [
+    { type: "text", text: "explain " },
+    { type: "resource_link", uri: `file://${ws}/sample.py#L5-L10`, name: "sample.py", mimeType: "text/x-python" },
+  ]);
+  const fsAfterLink = fsRequests.length;
+  const embedded = await turn(ctx, sid, [
+    { type: "text", text: "and this" },
+    { type: "resource", resource: { uri: `file://${ws}/b.py`, text: "print(2)\n", mimeType: "text/x-python" } },
+  ]);
+  const image = await turn(ctx, sid, [
+    { type: "text", text: "what is this?" },
+    { type: "image", data: config.png, mimeType: "image/png", uri: `file://${ws}/dot.png` },
+  ]);
+  const replyImage = await turn(ctx, sid, [{ type: "text", text: "/image" }]);
+  const draw = await turn(ctx, sid, [{ type: "text", text: "/draw" }]);
+  const bad = {};
+  const hostile = {
+    outside: [{ type: "resource_link", uri: "file:///etc/passwd", name: "passwd" }],
+    dotdot: [{ type: "resource_link", uri: `file://${ws}/../secret.txt`, name: "secret.txt" }],
+    otherHost: [{ type: "resource_link", uri: `file://evil.example${ws}/sample.py`, name: "sample.py" }],
+    badRange: [{ type: "resource_link", uri: `file://${ws}/sample.py#L10-L5`, name: "sample.py" }],
+    notInEditor: [{ type: "resource_link", uri: `file://${ws}/missing.py`, name: "missing.py" }],
+    badBase64: [{ type: "image", data: "not base64!!", mimeType: "image/png" }],
+    lyingType: [{ type: "image", data: config.png, mimeType: "image/jpeg" }],
+    audioAsImage: [{ type: "image", data: config.png, mimeType: "audio/wav" }],
+    unknownBlock: [{ type: "hologram", data: "x" }],
+  };
+  const fsBeforeBad = fsRequests.length;
+  for (const [name, prompt] of Object.entries(hostile)) {
+    bad[name] = await errorOf(ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt }));
+  }
+  const after = await turn(ctx, sid, [{ type: "text", text: "still there?" }]);
+  return {
+    caps: init.agentCapabilities.promptCapabilities, sid, link, embedded, image, replyImage, draw, bad, after,
+    fsRequests, fsAfterLink, fsBadPaths: fsRequests.slice(fsBeforeBad).map((r) => r.path),
+  };
+}
+
+async function replay(ctx) {
+  const config = JSON.parse(process.argv[4]);
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  const before = updates.length;
+  await ctx.request(methods.agent.session.load, { sessionId: config.sid, cwd: config.workspace, mcpServers: [] });
+  const replayed = updates.slice(before).filter(([s, u]) => s === config.sid && u.sessionUpdate !== "available_commands_update")
+    .map(([, u]) => u);
+  return { replayed };
+}
+
+const scenarios = { basic, permission, questions, always, hostile, disconnect, threads, content, replay };
 let code = 0;
 let running = null;
 try {
