@@ -36,7 +36,7 @@ from .observe import notify
 from .port import ToolSpec
 from .principals import LOCAL
 from .questions import Answer, Asker, Question, QuestionError, from_approver
-from .run import INTERRUPTED_REPLY, Backend, RunInfo, RunRegistry, RunStream, check_run_id
+from .run import INTERRUPTED_REPLY, Backend, RunInfo, RunRegistry, RunStream, check_content, check_run_id
 from .threads import Thread, ThreadDesk, ThreadStore
 from .threads.leases import turn_leases
 
@@ -179,6 +179,12 @@ class Kernel:
         except RunRefused as exc:
             notify(self.hooks, "onedoor_run_refused", door=door, reason=exc.reason, principal=principal)
             raise
+
+    def check_content(self, message: Any) -> tuple[str, tuple[Any, ...]]:
+        """The ``(text, parts)`` :meth:`run` would take ``message`` as, or the RunRefused it
+        would raise (``invalid``, ``too_large``, ``unsupported_content``): for a door that
+        must refuse content before it makes anything (a thread, a task)."""
+        return check_content(self.limits, message, self.backend.accepts, self.backend.name)
 
     def check_run_id(self, run_id: Any) -> None:
         """RunRefused unless ``run_id`` could name a new run now: cursor-safe (``invalid``)

@@ -67,7 +67,6 @@ from onedoor import (
     trace_meta,
 )
 from onedoor.principals import LOCAL
-from onedoor.run.admission import check_content
 from onedoor.state import apply_patch
 from onedoor.usage import usage_to_json
 
@@ -119,7 +118,7 @@ class KernelExecutor(AgentExecutor):
         principal = principal_of(request)
         assert request.message is not None  # the handler checks messages (app.CheckedRequestHandler)
         content = message_content(request.message, self.kernel)
-        check_content(self.kernel.limits, content.message, self.kernel.backend.accepts, self.kernel.backend.name)
+        self.kernel.check_content(content.message)
         thread = None
         desk = self.kernel.threads
         if desk.kept:
