@@ -31,7 +31,8 @@ def agui_server(
 ) -> Iterator[tuple[ThreadedServer, Kernel, Recorder]]:
     recorder = Recorder()
     opts = ScriptedOptions(**scripted_options)
-    kernel = Kernel(Backend("scripted", lambda: scripted(opts)), limits=limits, hooks=recorder)
+    backend = Backend("scripted", lambda: scripted(opts), frozenset(scripted.capabilities), scripted.accepts(opts))
+    kernel = Kernel(backend, limits=limits, hooks=recorder)
     ctx = ServeContext(kernel=kernel, options={"agui": agui or AguiOptions(keepalive=0)}, door_names=["agui"], transport_name="http")
     server = ThreadedServer([AguiDoor()], ctx, HttpOptions(port=0, token=token, max_body_bytes=64 * 1024))
     with server:
