@@ -170,20 +170,23 @@ def test_a_reply_part_is_named_in_the_text_and_carried_by_an_activity(threaded):
 
 # -- refused before any run ----------------------------------------------------------------
 @pytest.mark.parametrize(
-    "content, status, code",
+    "content, status, code, needle",
     [
-        ([{"type": "image", "source": {"type": "file", "value": "file-abc", "provider": "openai"}}], 415, "unsupported_content"),
-        ([{"type": "binary", "mimeType": "image/png", "id": "f1"}], 415, "unsupported_content"),
-        ([{"type": "image", "source": {"type": "data", "value": "@@@", "mimeType": "image/png"}}], 422, "invalid_request"),
+        ([{"type": "image", "source": {"type": "file", "value": "file-abc", "provider": "openai"}}], 415, "unsupported_content",
+         "file handle"),
+        ([{"type": "binary", "mimeType": "image/png", "id": "f1"}], 415, "unsupported_content", "only an id"),
+        ([{"type": "image", "source": {"type": "data", "value": "@@@", "mimeType": "image/png"}}], 422, "invalid_request",
+         "not valid base64"),
         ([{"type": "image", "source": {"type": "data", "value": B64, "mimeType": "image/png"}, "metadata": "cat"}], 422,
-         "invalid_request"),
+         "invalid_request", "metadata"),
     ],
 )
-def test_refusals(threaded, content, status, code):
+def test_refusals(threaded, content, status, code, needle):
     server, kernel, recorder = threaded
     tid = "refused-" + uuid.uuid4().hex[:6]
     response = post(server, body(content, thread=tid))
     assert (response.status_code, response.json()["error"]) == (status, code), response.text
+    assert needle in response.json()["detail"]
     assert recorder.started == []
     assert httpx.get(f"{server.base_url}/agui/threads/{tid}", timeout=30).status_code == 404  # nothing stored
 
@@ -245,6 +248,9 @@ def test_hostile_content_is_refused_and_the_server_keeps_serving(corpus_server, 
     assert response.status_code == expected_status(case), response.text
     error = response.json()
     assert set(error) == {"error", "detail"} and "Traceback" not in error["detail"]
+    if all(isinstance(p, dict) and p.get("type") in AGUI_KINDS for p in case.parts):
+        # the kernel's reason, naming the part (or the transport's body limit, for the longest list)
+        assert any(word in error["detail"] for word in ("part", "body", "mimeType")), error
     assert len(recorder.started) == before  # no run
     assert httpx.get(f"{server.base_url}/agui/threads/{tid}", timeout=30).status_code == 404  # nothing half-stored
     assert reply(events(post(server, body("still there?")))).startswith("You said: still there?")

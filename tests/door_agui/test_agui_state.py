@@ -226,3 +226,18 @@ def test_no_final_snapshot_when_nothing_else_changed_it(tmp_path):
                 "messages": [{"id": "u1", "role": "user", "content": '/state [{"op": "add", "path": "/x", "value": 1}] hi'}]}
         evs = events(httpx.post(f"{srv.base_url}/agui/", json=body, timeout=30))
         assert [e["type"] for e in evs if e["type"].startswith("STATE")] == ["STATE_DELTA"]
+
+
+def test_a_run_resumed_after_a_question_keeps_its_state_changes(server):
+    tid = new_thread(server, {"n": 1})
+    asked = events(post(server, tid, '/state [{"op": "replace", "path": "/n", "value": 2}] /ask deploy {"env": "prod"}',
+                        state={"n": 1}))
+    finished = asked[-1]
+    assert finished["outcome"]["type"] == "interrupt" and "metadata" not in finished  # parked: nothing kept yet
+    assert stored(server, tid)["state"] == {"n": 1}
+    interrupt = finished["outcome"]["interrupts"][0]
+    resume = {"threadId": tid, "runId": uuid.uuid4().hex, "messages": [],
+              "resume": [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]}
+    rest = events(httpx.post(f"{server.base_url}/agui/", json=resume, headers=auth(ALICE), timeout=60))
+    assert rest[-1]["type"] == "RUN_FINISHED" and rest[-1]["metadata"] == {"onedoor": {"stateVersion": 2}}
+    assert stored(server, tid)["state"] == {"n": 2} and stored(server, tid)["stateVersion"] == 2

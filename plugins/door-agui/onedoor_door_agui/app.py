@@ -73,7 +73,7 @@ from .convert import NO_USER_MESSAGE, InputError, build_request, is_resume
 from .replay import StateReplay
 from .resume import ResumeRoutes
 from .segments import Segment
-from .threaded import AguiThreadViews, holds_history, open_thread, run_state, snapshot_base
+from .threaded import AguiThreadViews, final_state, holds_history, open_thread, run_state, snapshot_base
 from .translate import PROTOCOL_VERSION, Translator, encode_all
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -219,7 +219,7 @@ class AguiApp(ResumeRoutes):
             input_messages=base,
             snapshot_ids="h" if thread is not None else None,
             client_state=request.state if isinstance(request.state, dict) else None,
-            final_state=_final_state(run) if stored else None,
+            final_state=final_state(run) if stored else None,
             join=thread is not None and not made and not request.refuses_snapshot and not holds_history(thread, request),
         )
         await self._stream(scope, receive, send, run, translator, self._finishes(request.forwarded_props, thread is not None))
@@ -333,17 +333,6 @@ class AguiApp(ResumeRoutes):
             return missed.before() + with_id(frames, cursor(pair[0]))
 
         await self._send_stream(scope, receive, send, source, encode, translator, replayed=seen)
-
-
-def _final_state(run: Any) -> Any:
-    """What a threaded run's translation reads at its end: the thread's stored state, its
-    version, and the state the run's events made."""
-
-    def read() -> tuple[dict[str, Any], int, dict[str, Any] | None] | None:
-        thread = run.thread
-        return None if thread is None else (thread.state, thread.state_version, run.state)
-
-    return read
 
 
 def with_id(frames: bytes, cursor: str) -> bytes:

@@ -193,7 +193,7 @@ def build_request(data: dict[str, Any], check: Check = default_check) -> RunRequ
     tail = messages[last_user + 1 :]
     continuation = bool(tail) and tail[-1].role == "tool"
     core = [to_core(m, check) for m in messages]  # each message converted (and its parts checked) once
-    prompt, parts = CONTINUE_PROMPT, ()
+    prompt, parts = CONTINUE_PROMPT, tuple[Part, ...]()
     if not continuation:
         last = core[last_user]
         assert last is not None

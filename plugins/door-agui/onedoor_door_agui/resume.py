@@ -8,6 +8,7 @@ from typing import Any, Awaitable, Callable, MutableMapping
 
 from onedoor import Answer, QuestionError
 from onedoor.questions import clip
+from onedoor.threads import keeps_state
 from onedoor_transport_http.errors import send_error
 from onedoor_transport_http.sse import SSE_HEADERS
 
@@ -15,6 +16,7 @@ from . import segments
 from .convert import InputError, ResumeRequest, build_resume
 from .interrupts import answer_for
 from .segments import Segment
+from .threaded import final_state
 from .translate import Translator, encode_all
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -22,10 +24,11 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 class ResumeRoutes:
     """The resume half of :class:`~.app.AguiApp` (it provides ``kernel``, ``door_name``,
-    ``_records``, ``_finishes`` and ``_stream``)."""
+    ``principal_of``, ``_records``, ``_finishes`` and ``_stream``)."""
 
     kernel: Any
     door_name: str
+    principal_of: Any
     _records: Any
     _finishes: Any
     _stream: Any
@@ -83,6 +86,7 @@ class ResumeRoutes:
             input_messages=request.messages,
             parent_run_id=parent.agui_run_id,
             carried=parent.left_open,
+            final_state=final_state(run) if keeps_state(self.kernel.store) and run.thread is not None else None,
         )
         finish = self._finishes(request.forwarded_props, getattr(self.kernel, "store", None) is not None)
         await self._stream(scope, receive, send, run, translator, finish)

@@ -107,6 +107,17 @@ def run_state(thread: Thread | None, request: RunRequest) -> tuple[dict[str, Any
     return state, version
 
 
+def final_state(run: Any) -> Any:
+    """What a stored thread's run's translation reads at its end (``Translator(final_state=...)``):
+    the thread's stored state, its version, and the state the run's events made."""
+
+    def read() -> tuple[dict[str, Any], int, dict[str, Any] | None] | None:
+        thread = run.thread
+        return None if thread is None else (thread.state, thread.state_version, run.state)
+
+    return read
+
+
 def holds_history(thread: Thread, request: RunRequest) -> bool:
     """Whether the client's input shows the thread's history (as many user messages before
     the prompt as the thread holds): a client that joins a thread started elsewhere does not."""
@@ -167,6 +178,6 @@ class AguiThreadViews:
 
 
 __all__ = [
-    "AguiThreadViews", "holds_history", "open_thread", "run_state", "snapshot_base", "summary_view", "thread_view",
+    "AguiThreadViews", "final_state", "holds_history", "open_thread", "run_state", "snapshot_base", "summary_view", "thread_view",
     "to_agui",
 ]

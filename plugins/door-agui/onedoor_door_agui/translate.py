@@ -211,7 +211,7 @@ class Translator(TextMessages):
         return out
 
     def _state(self, event: StateSnapshot | StateDelta, fresh: bool, out: list[dict[str, Any]]) -> None:
-        if type(event) is StateDelta:
+        if isinstance(event, StateDelta):
             out.append({"type": "STATE_DELTA", "delta": list(event.ops)})
         elif not (fresh and self.client_state is not None and event.state == self.client_state):
             out.append({"type": "STATE_SNAPSHOT", "snapshot": event.state})
@@ -303,7 +303,7 @@ class Translator(TextMessages):
             outcome = {"type": "success"}
         if self.record:
             out.append(self.snapshot())
-        event = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id, "outcome": outcome}
+        event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id, "outcome": outcome}
         if usage:
             event["usage"] = token_usage(usage)
         if stop_reason != STOP_SUSPENDED:  # a parked run keeps its state changes until it ends
