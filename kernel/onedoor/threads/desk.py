@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Sequence
 
+from ..content import text_of
 from ..messages import Message
 from ..state import apply_patch, checked_state, state_chars
 from .leases import UNANSWERED, turn_leases
@@ -204,14 +205,19 @@ class ThreadDesk:
                     raise
         raise ThreadError("conflict", "the thread's state kept changing; try again")
 
-    def check_room(self, thread: Thread, message: str) -> None:
+    def check_room(self, thread: Thread, message: str | Sequence[Any]) -> None:
         """``too_large`` when the message alone would take the thread past the store's size
-        limit (a reply that does is not kept: its run ends run_failed saying so)."""
+        limit (a reply that does is not kept: its run ends run_failed saying so). ``message``
+        is its text, or its checked parts (:class:`~onedoor.content.Part`: their bytes count)."""
         limit = getattr(self.store, "max_thread_chars", None)
         if not isinstance(limit, int):
             return
         held = sum(m.size for m in thread.messages)
-        if held + len(message) > limit:
+        if isinstance(message, str):
+            size = len(message)
+        else:
+            size = Message("user", text_of(message), parts=tuple(message)).size
+        if held + size > limit:
             raise ThreadError(
                 "too_large", f"thread {thread.id!r} holds {held} characters; with this message it would pass the limit "
                 f"of {limit}: start a new thread",
