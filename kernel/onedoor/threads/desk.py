@@ -213,10 +213,8 @@ class ThreadDesk:
         if not isinstance(limit, int):
             return
         held = sum(m.size for m in thread.messages)
-        if isinstance(message, str):
-            size = len(message)
-        else:
-            size = Message("user", text_of(message), parts=tuple(message)).size
+        parts: tuple[Any, ...] = () if isinstance(message, str) else tuple(message)
+        size = Message("user", text_of(parts), parts=parts).size if parts else len(message)
         if held + size > limit:
             raise ThreadError(
                 "too_large", f"thread {thread.id!r} holds {held} characters; with this message it would pass the limit "
