@@ -36,7 +36,9 @@ class PartIn(_Strict):
 
     type: PartKind = Field(description=_PART_FIELDS["type"])
     text: Optional[str] = None
-    data: Optional[str] = Field(default=None, pattern=BASE64, description=_PART_FIELDS["data"])
+    # the pattern is the schema's only: the kernel checks the base64 as it decodes it (once, not twice)
+    data: Optional[str] = Field(default=None, description=_PART_FIELDS["data"],
+                                json_schema_extra={"pattern": BASE64, "contentEncoding": "base64"})
     uri: Optional[str] = Field(default=None, description=_PART_FIELDS["uri"])
     media_type: Optional[str] = Field(default=None, pattern=MEDIA_TYPE,
                                       description="e.g. image/png; checked against the bytes")
