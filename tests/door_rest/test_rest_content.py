@@ -126,6 +126,13 @@ def test_content_that_cannot_be_taken_is_refused_before_any_run(door, request_kw
     assert client.post("/rest/chat", json={"message": "still here"}).status_code == 200
 
 
+@pytest.mark.parametrize("path", ["/rest/threads", "/rest/runs/r1/answers", "/rest/runs/r1/answers/stream"])
+def test_an_upload_to_a_call_that_takes_json_only_is_415(door, path):
+    _, client = door
+    r = client.post(path, data={"title": "x"}, files={"file": ("dot.png", DOT_PNG, "image/png")})
+    check_error(r, 415, "unsupported_media_type", "application/json")
+
+
 def test_a_kind_the_backend_does_not_take_is_415_and_text_like_parts_still_go():
     with served(accepts="") as (kernel, client):  # a text-only backend
         for body in ({"json": {"message": [IMAGE]}}, {"files": {"file": ("dot.png", DOT_PNG, "image/png")}}):

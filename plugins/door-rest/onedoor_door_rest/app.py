@@ -72,7 +72,7 @@ from . import RestOptions, __version__
 from .chat_routes import add_chat_routes
 from .events_route import add_events_route
 from .forms import add_request_schemas
-from .observing import ObservedRequests
+from .observing import ObservedRequests, UploadsWhereTaken
 from .responses import RequestRefused, describe_validation, error_response, refusal_response
 from .runs import Runs
 from .state_routes import add_state_routes
@@ -118,7 +118,7 @@ def build_app(ctx: ServeContext, options: RestOptions) -> Any:
     add_events_route(app, ctx, runs)
     if options.docs:
         _add_docs(app, secured=ctx.endpoint is not None and ctx.endpoint.token_required)
-    return ObservedRequests(app, ctx)
+    return ObservedRequests(UploadsWhereTaken(app), ctx)
 
 
 def _add_error_handlers(app: Any) -> None:

@@ -37,7 +37,6 @@ def add_chat_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
             "stream": base + "/chat/stream",
             "answers": base + "/runs/{run_id}/answers",
             "threads": base + "/threads",
-            "state": base + "/threads/{thread_id}/state",
             "accepts": sorted(kernel.backend.accepts),
             "keeps_threads": kernel.store is not None,
         }
