@@ -1,0 +1,53 @@
+"""Each HTTP request the guard lets through, told to the request observers
+(``onedoor_request_started`` / ``onedoor_request_finished``, :mod:`onedoor.observe`).
+
+Inside the guard: the caller's principal is known, and a request the guard refuses
+(401, 421…) is not observed. The request's door is the one whose prefix its path is
+under (``http`` for the transport's own paths); its ``method`` is ``"POST /rest/chat"``
+(the HTTP method and the path); its ``meta`` the W3C trace context headers. Built only
+when something observes requests, so a server without observers has no such layer.
+"""
+
+from __future__ import annotations
+
+from onedoor.observe import observed, observed_request, trace_meta
+from onedoor.principals import principal_of
+
+from .asgi_types import ASGIApp, Receive, Scope, Send
+
+_TRACE_HEADERS = frozenset({b"traceparent", b"tracestate", b"baggage"})
+
+
+class ObservedRequests:
+    """Plain ASGI middleware: every ``http`` request inside :func:`onedoor.observe.observed_request`."""
+
+    def __init__(self, app: ASGIApp, hooks: object, doors: dict[str, str]) -> None:
+        self.app = app
+        self.hooks = hooks
+        self.prefixes = sorted(((p.rstrip("/"), name) for p, name in doors.items() if p.rstrip("/")),
+                               key=lambda item: -len(item[0]))
+
+    def door_for(self, path: str) -> str:
+        for prefix, name in self.prefixes:
+            if path == prefix or path.startswith(prefix + "/"):
+                return name
+        return "http"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        carried = {name: value for name, value in scope.get("headers", ()) if name in _TRACE_HEADERS}
+        async with observed_request(
+            self.hooks, door=self.door_for(path), transport="http", method=f"{scope.get('method', 'GET')} {path}",
+            meta=trace_meta(carried), principal=principal_of(scope),
+        ):
+            await self.app(scope, receive, send)
+
+
+def observe_requests(app: ASGIApp, hooks: object, doors: dict[str, str]) -> ASGIApp:
+    """``app`` inside :class:`ObservedRequests` when a request observer is registered, else ``app``."""
+    if hooks is None or not (observed(hooks, "onedoor_request_started") or observed(hooks, "onedoor_request_finished")):
+        return app
+    return ObservedRequests(app, hooks, doors)
