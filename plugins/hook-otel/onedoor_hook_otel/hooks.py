@@ -50,21 +50,22 @@ class Telemetry:
                 install(settings.log_level)
             for problem in settings.problems:
                 log.warning("telemetry: %s", problem)
-            from .providers import build
+            from opentelemetry.trace import NoOpTracerProvider
+
+            from .providers import Providers, build
             from .spans import Spans
 
-            if self.providers is None:
-                self.providers = build(settings)
-            tracer_provider = self.providers.tracer_provider
-            if tracer_provider is None:
-                from opentelemetry.trace import NoOpTracerProvider
+            try:
+                if self.providers is None:
+                    self.providers = build(settings)
+                if self.providers.meter_provider is not None:
+                    from .meters import Meters
 
-                tracer_provider = NoOpTracerProvider()
-            self.spans = Spans(tracer_provider, settings.capture_content)
-            if self.providers.meter_provider is not None:
-                from .meters import Meters
-
-                self.meters = Meters(self.providers.meter_provider)
+                    self.meters = Meters(self.providers.meter_provider)
+            except Exception:  # telemetry that cannot start leaves onedoor as it is (logged)
+                log.exception("telemetry: could not start; nothing is exported")
+                self.providers, self.meters = Providers(), None
+            self.spans = Spans(self.providers.tracer_provider or NoOpTracerProvider(), settings.capture_content)
             self._started = True
 
     @hookimpl
