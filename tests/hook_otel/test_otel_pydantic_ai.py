@@ -55,11 +55,13 @@ def test_pydantic_ais_spans_nest_under_the_run(traced):
     assert run in ancestors(one(spans, "invoke_agent agent"), spans)  # pydantic-ai's agent run
 
 
-@pytest.mark.xfail(strict=True, reason="the pydantic-ai backend on main reports no usage yet (#27, the backends' part)")
 def test_the_runs_usage_is_the_model_servers(traced):
-    spans, _ = traced
+    spans, requests = traced
     run = one(spans, "invoke_agent pydantic-ai")
-    chats = model_spans(spans)
+    sent = [r.usage for r in requests]  # what the fake model server answered each request with
+    assert len(sent) == 2 and all(sent)
+    assert run.attributes["gen_ai.usage.input_tokens"] == sum(u["prompt_tokens"] for u in sent)
+    assert run.attributes["gen_ai.usage.output_tokens"] == sum(u["completion_tokens"] for u in sent)
+    chats = model_spans(spans)  # and pydantic-ai's own spans agree
     assert run.attributes["gen_ai.usage.input_tokens"] == sum(c.attributes["gen_ai.usage.input_tokens"] for c in chats)
-    assert run.attributes["gen_ai.usage.output_tokens"] == sum(c.attributes["gen_ai.usage.output_tokens"] for c in chats)
     assert run.attributes["gen_ai.request.model"] == "fake-model"

@@ -66,13 +66,34 @@ class RunDoor:
         return AsgiMount(app=app, prefix="/runner")
 
 
+class SelfObservingDoor:
+    """``/own``: wraps each request in ``observed_request`` itself (method ``Custom``)."""
+
+    name = "own"
+    shapes = frozenset({"asgi"})
+    observes_requests = True
+
+    def asgi_mount(self, ctx):
+        from onedoor.observe import observed_request
+
+        async def app(scope, receive, send):
+            if scope["type"] != "http":
+                return
+            async with observed_request(ctx.hooks, door=self.name, transport="http", method="Custom"):
+                await send({"type": "http.response.start", "status": 204, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+
+        return AsgiMount(app=app, prefix="/own")
+
+
 def serve(observer) -> ThreadedServer:
     pm = pluggy.PluginManager("onedoor")
     pm.add_hookspecs(hookspecs)
     if observer is not None:
         pm.register(observer)
-    ctx = ServeContext(kernel=scripted_kernel(hooks=pm.hook), door_names=["runner"], transport_name="http", hooks=pm.hook)
-    return ThreadedServer([RunDoor()], ctx, HttpOptions(port=0, token=TOKEN))
+    ctx = ServeContext(kernel=scripted_kernel(hooks=pm.hook), door_names=["runner", "own"], transport_name="http",
+                       hooks=pm.hook)
+    return ThreadedServer([RunDoor(), SelfObservingDoor()], ctx, HttpOptions(port=0, token=TOKEN))
 
 
 def test_each_request_the_guard_lets_through_is_observed_with_its_runs_inside():
@@ -84,12 +105,14 @@ def test_each_request_the_guard_lets_through_is_observed_with_its_runs_inside():
         assert reply.status_code == 200, reply.text
         assert client.post("/runner/go", json={}).status_code == 401  # refused by the guard: not observed
         assert client.get("/healthz").status_code == 200
+        assert client.get("/own/x", headers=auth).status_code == 204
         assert client.post("/runner/boom", json={}, headers=auth).status_code == 500  # the door raised
-    first, health, boom = observer.started
+    first, health, own, boom = observer.started
+    assert (own.door, own.method) == ("own", "Custom"), "a door that observes itself is observed once, by itself"
     assert (first.door, first.transport, first.method, first.principal) == ("runner", "http", "POST /runner/go", "local")
     assert first.meta == {"traceparent": TRACEPARENT, "tracestate": "a=b"}
     assert (health.door, health.method, health.meta) == ("http", "GET /healthz", {})
-    assert [error for _, error in observer.finished] == [None, None, "RuntimeError: the door broke"]
+    assert [error for _, error in observer.finished] == [None, None, None, "RuntimeError: the door broke"]
     assert observer.runs == [(reply.json()["run_id"], "POST /runner/go #1")], "the run is inside its request"
 
 

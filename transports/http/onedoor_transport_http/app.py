@@ -121,8 +121,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, StoreUnavailable: store_unavailable})
     if ctx.hooks is not None:
         ctx.hooks.onedoor_http_app(app=app, ctx=ctx)
-    served = observe_requests(ExactPrefix(app, [m.prefix for m in mounts]), ctx.hooks,
-                              {m.prefix: d.name for d, m in zip(doors, mounts)})
+    served = observe_requests(ExactPrefix(app, [m.prefix for m in mounts]), ctx.hooks, list(zip(doors, mounts)))
     guarded: ASGIApp = Guard(
         served,
         mounts=mounts,
