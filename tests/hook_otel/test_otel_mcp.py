@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from otel_support import LAUNCHER, PARENT_ID, TRACE_ID, TRACEPARENT, Served, ancestors, named, one, otel_env
+from otel_support import LAUNCHER, TRACEPARENT, Served, ancestors, named, one, otel_env
 
 pytest.importorskip("onedoor_door_mcp", reason="the MCP door is not installed")
 pytest.importorskip("mcp")
@@ -32,12 +32,15 @@ async def call(session: ClientSession) -> str:
     return text(result)
 
 
-def check_continued(spans: list) -> None:
+def check_continued(spans: list, transport: str) -> None:
     run = one(spans, "invoke_agent scripted")
     assert run.trace_id == META_TRACE, "the run is not in the client's _meta trace"
     chain = ancestors(run, spans)
     assert chain and chain[-1].parent_id == META_PARENT, [s.name for s in chain]
     assert one(spans, "execute_tool word_count").parent_id == run.span_id
+    request = one([s for s in spans if s.scope == "onedoor"], "mcp tools/call")  # the door's request span
+    assert request.kind == "server" and request.attributes["mcp.method.name"] == "tools/call"
+    assert request.attributes["onedoor.transport"] == transport and request in chain
 
 
 async def test_meta_traceparent_over_http(receiver):
@@ -50,10 +53,7 @@ async def test_meta_traceparent_over_http(receiver):
                 async with ClientSession(streams[0], streams[1]) as session:
                     assert "trace me" in await call(session)
         assert served.stop() == 0
-    spans = receiver.spans()
-    check_continued(spans)
-    posts = named(spans, "POST /mcp")  # the HTTP requests continue the header's trace
-    assert posts and {s.trace_id for s in posts} == {TRACE_ID} and {s.parent_id for s in posts} == {PARENT_ID}
+    check_continued(receiver.spans(), "http")
 
 
 async def test_meta_traceparent_over_stdio(receiver):
@@ -66,4 +66,4 @@ async def test_meta_traceparent_over_stdio(receiver):
         assert "trace me" in await call(session)
     spans = receiver.wait_for_spans(lambda s: named(s, "invoke_agent scripted") and named(s, "execute_tool word_count"),
                                     "the run's spans from the stdio server")
-    check_continued(spans)
+    check_continued(spans, "stdio")

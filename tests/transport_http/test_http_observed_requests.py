@@ -106,13 +106,15 @@ def test_each_request_the_guard_lets_through_is_observed_with_its_runs_inside():
         assert client.post("/runner/go", json={}).status_code == 401  # refused by the guard: not observed
         assert client.get("/healthz").status_code == 200
         assert client.get("/own/x", headers=auth).status_code == 204
+        assert client.get("/nowhere/abc123", headers=auth).status_code == 404
         assert client.post("/runner/boom", json={}, headers=auth).status_code == 500  # the door raised
-    first, health, own, boom = observer.started
+    first, health, own, nowhere, boom = observer.started
+    assert (nowhere.door, nowhere.method) == ("http", "GET (no route)"), "a random path makes no random name"
     assert (own.door, own.method) == ("own", "Custom"), "a door that observes itself is observed once, by itself"
     assert (first.door, first.transport, first.method, first.principal) == ("runner", "http", "POST /runner/go", "local")
     assert first.meta == {"traceparent": TRACEPARENT, "tracestate": "a=b"}
     assert (health.door, health.method, health.meta) == ("http", "GET /healthz", {})
-    assert [error for _, error in observer.finished] == [None, None, None, "RuntimeError: the door broke"]
+    assert [error for _, error in observer.finished] == [None, None, None, None, "RuntimeError: the door broke"]
     assert observer.runs == [(reply.json()["run_id"], "POST /runner/go #1")], "the run is inside its request"
 
 

@@ -32,7 +32,7 @@ ERROR_TYPE = "error.type"
 
 # -- requests -----------------------------------------------------------------------------
 HTTP_METHOD = "http.request.method"
-URL_PATH = "url.path"
+HTTP_ROUTE = "http.route"
 MCP_METHOD = "mcp.method.name"
 RPC_METHOD = "rpc.method"
 

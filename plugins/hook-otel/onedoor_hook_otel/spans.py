@@ -79,12 +79,11 @@ class Spans:
                                       n.PRINCIPAL: request.principal}
         method = request.method or ""
         name = f"{request.door} {method}".strip()
-        if request.transport == "http" and " " in method:
-            verb, _, path = method.partition(" ")
-            attributes[n.HTTP_METHOD] = verb
-            attributes[n.URL_PATH] = path
-            first = path.strip("/").split("/", 1)[0]
-            name = f"{verb} /{first}" if first else f"{verb} /"
+        verb, _, route = method.partition(" ")
+        if request.transport == "http" and verb.isupper() and route.startswith(("/", "(")):
+            attributes[n.HTTP_METHOD] = verb  # "POST /chat/stream": a door's route, or the transport's path
+            attributes[n.HTTP_ROUTE] = route
+            name = method
         elif method:
             attributes[n.MCP_METHOD if request.door == "mcp" else n.RPC_METHOD] = method
             attributes[n.REQUEST_METHOD] = method

@@ -121,7 +121,8 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, StoreUnavailable: store_unavailable})
     if ctx.hooks is not None:
         ctx.hooks.onedoor_http_app(app=app, ctx=ctx)
-    served = observe_requests(ExactPrefix(app, [m.prefix for m in mounts]), ctx.hooks, list(zip(doors, mounts)))
+    own_routes = frozenset(route.path for route in app.router.routes if isinstance(route, Route))
+    served = observe_requests(ExactPrefix(app, [m.prefix for m in mounts]), ctx.hooks, list(zip(doors, mounts)), own_routes)
     guarded: ASGIApp = Guard(
         served,
         mounts=mounts,

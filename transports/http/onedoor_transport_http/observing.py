@@ -3,9 +3,11 @@
 
 Inside the guard: the caller's principal is known, and a request the guard refuses
 (401, 421…) is not observed. The request's door is the one whose prefix its path is
-under (``http`` for the transport's own paths); its ``method`` is ``"POST /rest/chat"``
-(the HTTP method and the path); its ``meta`` the W3C trace context headers. Built only
-when something observes requests, so a server without observers has no such layer.
+under (``http`` for the transport's own paths); its ``method`` is the HTTP method and the
+path (``"GET /healthz"``; ``"GET (no route)"`` for a path nothing serves, so that a scan
+of random paths does not make random names); its ``meta`` the W3C trace context headers.
+Built only when something observes requests, so a server without observers has no such
+layer.
 
 A door that serves each of its requests inside ``observed_request`` itself (naming the
 protocol's method, reading trace context from the protocol's own fields) says so with a
@@ -27,10 +29,13 @@ _TRACE_HEADERS = frozenset({b"traceparent", b"tracestate", b"baggage"})
 class ObservedRequests:
     """Plain ASGI middleware: every ``http`` request inside :func:`onedoor.observe.observed_request`."""
 
-    def __init__(self, app: ASGIApp, hooks: object, doors: dict[str, str], own: frozenset[str] = frozenset()) -> None:
-        """``doors``: prefix -> door name; ``own``: the prefixes of doors that observe their own requests."""
+    def __init__(self, app: ASGIApp, hooks: object, doors: dict[str, str], own: frozenset[str] = frozenset(),
+                 routes: frozenset[str] = frozenset()) -> None:
+        """``doors``: prefix -> door name; ``own``: the prefixes of doors that observe their own
+        requests; ``routes``: the paths the transport's app serves itself (``/healthz``…)."""
         self.app = app
         self.hooks = hooks
+        self.routes = routes
         self.prefixes = sorted(((p.rstrip("/"), name, p in own) for p, name in doors.items() if p.rstrip("/")),
                                key=lambda item: -len(item[0]))
 
@@ -51,17 +56,20 @@ class ObservedRequests:
             await self.app(scope, receive, send)
             return
         carried = {name: value for name, value in scope.get("headers", ()) if name in _TRACE_HEADERS}
+        shown = path if door != "http" or path in self.routes else "(no route)"
         async with observed_request(
-            self.hooks, door=door, transport="http", method=f"{scope.get('method', 'GET')} {path}",
+            self.hooks, door=door, transport="http", method=f"{scope.get('method', 'GET')} {shown}",
             meta=trace_meta(carried), principal=principal_of(scope),
         ):
             await self.app(scope, receive, send)
 
 
-def observe_requests(app: ASGIApp, hooks: object, doors: list[tuple[object, AsgiMount]]) -> ASGIApp:
+def observe_requests(app: ASGIApp, hooks: object, doors: list[tuple[object, AsgiMount]],
+                     routes: frozenset[str] = frozenset()) -> ASGIApp:
     """``app`` inside :class:`ObservedRequests` when a request observer is registered, else
-    ``app``. ``doors``: each door with its mount."""
+    ``app``. ``doors``: each door with its mount; ``routes``: the app's own paths."""
     if hooks is None or not (observed(hooks, "onedoor_request_started") or observed(hooks, "onedoor_request_finished")):
         return app
     own = frozenset(mount.prefix for door, mount in doors if getattr(door, "observes_requests", False) is True)
-    return ObservedRequests(app, hooks, {mount.prefix: str(getattr(door, "name", "")) for door, mount in doors}, own)
+    names = {mount.prefix: str(getattr(door, "name", "")) for door, mount in doors}
+    return ObservedRequests(app, hooks, names, own, routes)
