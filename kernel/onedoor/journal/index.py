@@ -8,7 +8,7 @@ from typing import Any
 
 from ..limits import Limits
 from .local import ON_DISCONNECT, Journaled, RunJournal
-from .shared import LEASE_TTL, JournalWriter, RemoteJournal, shared_store
+from .shared import LEASE_TTL, JournalWriter, RemoteJournal, fit_store, shared_store
 
 
 class Journals:
@@ -16,7 +16,8 @@ class Journals:
 
     def __init__(self, limits: Limits, store: Any = None) -> None:
         self.limits = limits
-        self.store = store  # the kernel's thread store: a store that shares journals gets them too
+        self._store: Any = None
+        self.store = store
         self._journals: dict[str, RunJournal] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._ended: OrderedDict[str, RunJournal] = OrderedDict()  # ended journals, oldest first
@@ -25,6 +26,17 @@ class Journals:
 
     def __len__(self) -> int:
         return len(self._journals)
+
+    @property
+    def store(self) -> Any:
+        """The kernel's thread store: a store that shares journals gets them too (and is told
+        the run limit, :func:`~onedoor.journal.shared.fit_store`)."""
+        return self._store
+
+    @store.setter
+    def store(self, store: Any) -> None:
+        self._store = store
+        fit_store(store, self.limits)
 
     def start(self, stream: Journaled, *, on_disconnect: str = "cancel") -> RunJournal:
         """Drive ``stream`` in a kernel task, journaling its events; a stream of a run that

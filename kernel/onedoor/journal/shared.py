@@ -102,6 +102,14 @@ class SharedJournalStore(Protocol):
     async def journal_prune(self, ended_before: float) -> int: ...
 
 
+def fit_store(store: Any, limits: Any) -> None:
+    """Tell a store that sizes itself to the kernel's run limit (``fit_runs``; PostgreSQL's
+    connection pool) what that limit is."""
+    fit = getattr(store, "fit_runs", None) if shared_store(store) is not None else None
+    if fit is not None:
+        fit(limits.max_concurrent_runs)
+
+
 def shared_store(store: Any) -> SharedJournalStore | None:
     """``store`` if it shares journals, else None."""
     if getattr(store, "shares_journals", False) and isinstance(store, SharedJournalStore):

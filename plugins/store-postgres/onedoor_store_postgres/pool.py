@@ -74,6 +74,12 @@ class ConnectionPool:
         except TimeoutError:
             raise psycopg.OperationalError(f"PostgreSQL did not answer within {self.timeout:g} s") from None
 
+    def grow(self, size: int) -> None:
+        """Allow up to ``size`` connections from now on (never fewer than before)."""
+        for _ in range(size - self.size):
+            self._slots.release()
+        self.size = max(self.size, size)
+
     def _give_back(self, conn: Connection) -> None:
         usable = not conn.closed and conn.pgconn.transaction_status == TransactionStatus.IDLE
         if usable and not self._closed:

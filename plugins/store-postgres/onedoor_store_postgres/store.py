@@ -46,6 +46,7 @@ from .schema import APPEND_DURABLE, APPEND_NO_WAIT, NO_WAIT, NOW, READ_THREAD, S
 log = logging.getLogger("onedoor.store.postgres")
 
 MAX_LIST = 500
+POOL_FLOOR, POOL_CEILING, RUNS_PER_CONNECTION = 4, 20, 20  # a pool sized from the run limit
 
 
 class StoreUnavailable(KernelStoreUnavailable):
@@ -59,15 +60,18 @@ class PostgresThreadStore:
     """``PostgresThreadStore(dsn, pool_size=10, timeout=10.0, max_thread_chars=2_000_000)``.
 
     ``timeout``: how long a call waits for a connection (all busy, or PostgreSQL not
-    answering) before it fails with :class:`StoreUnavailable`. Use one store per event loop.
+    answering) before it fails with :class:`StoreUnavailable`. ``pool_size=None``: sized
+    from the run limit of the kernel whose journals it keeps (:meth:`fit_runs`). Use one
+    store per event loop.
     """
 
-    def __init__(self, dsn: str, *, pool_size: int = 10, timeout: float = 10.0, max_thread_chars: int = 2_000_000,
-                 shared_journal: bool = True, durable_openings: bool = False):
+    def __init__(self, dsn: str, *, pool_size: int | None = 10, timeout: float = 10.0,
+                 max_thread_chars: int = 2_000_000, shared_journal: bool = True, durable_openings: bool = False):
         self._dsn = dsn
         self.shares_journals = shared_journal  # onedoor.journal.shared: reattach through any server
         self.durable_openings = durable_openings  # a turn's opening waits for the disk too
-        self.pool_size = pool_size
+        self._sized_by_runs = pool_size is None
+        self.pool_size = POOL_FLOOR if pool_size is None else pool_size
         self.timeout = timeout
         self.max_thread_chars = max_thread_chars
         self._pool: ConnectionPool | None = None
@@ -132,6 +136,16 @@ class PostgresThreadStore:
             pool.drop()
         if news is not None:
             news.drop()
+
+    def fit_runs(self, max_runs: int) -> None:
+        """The kernel's run limit (``onedoor.journal.shared.fit_store``): a store made with
+        ``pool_size=None`` opens up to one connection per 20 runs, 4 to 20."""
+        if self._sized_by_runs:
+            size = max(POOL_FLOOR, min(POOL_CEILING, -(-max_runs // RUNS_PER_CONNECTION)))
+            if size > self.pool_size:
+                self.pool_size = size
+                if self._pool is not None:
+                    self._pool.grow(size)
 
     # -- the store ---------------------------------------------------------------------
     async def create(
