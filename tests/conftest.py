@@ -36,7 +36,7 @@ if "ONEDOOR_DATA_DIR" not in os.environ:
     os.environ["ONEDOOR_DATA_DIR"] = tempfile.mkdtemp(prefix="onedoor-test-data-")
     atexit.register(shutil.rmtree, os.environ["ONEDOOR_DATA_DIR"], True)
 
-TOOL_SKIP = re.compile(r"chromium|\bnode\b|node_modules|npm|strace|openssl|initdb|postgres", re.IGNORECASE)
+TOOL_SKIP = re.compile(r"chromium|\bnode\b|node_modules|npm|strace|openssl|initdb|postgres|nginx|haproxy", re.IGNORECASE)
 _tool_skips: list[str] = []
 
 

@@ -8,9 +8,10 @@ imports nothing heavy and ``onedoor run`` stays fast::
     from onedoor import Kernel, RunContext, TextDelta, RunFinished, Question, SuspendAsker
 
 Where they live (layers, lowest first; each imports only from the ones before it):
-``errors``, ``events``, ``messages``, ``limits``, ``principals``, ``wire`` → ``questions``
-→ ``port`` → ``journal`` → ``threads`` → ``run`` → ``kernel`` (the :class:`Kernel` face)
-→ ``composition`` → ``hookspecs`` → ``plugins`` → ``builtins`` → ``testing`` → ``cli``.
+``errors``, ``limits``, ``principals``, ``wire``, ``usage``, ``state`` → ``content``,
+``observe`` → ``messages`` → ``questions`` → ``events`` → ``port`` → ``journal`` →
+``threads`` → ``run`` → ``kernel`` (the :class:`Kernel` face) → ``composition`` →
+``hookspecs`` → ``plugins`` → ``builtins`` → ``testing`` → ``cli``.
 
 The distribution is ``onedoor-kernel`` (``onedoor`` on the package index is another
 project: :mod:`onedoor._foreign`); ``__version__`` is written by ``nox -s bump``.
@@ -37,9 +38,13 @@ _EXPORTS: dict[str, str] = {
             "Event", "QuestionAnswered", "QuestionAsked", "ReasoningDelta", "RunFailed", "RunFinished", "RunStarted",
             "STOP_CANCELLED", "STOP_END_TURN", "STOP_MAX_TURNS", "STOP_PENDING_TOOLS", "STOP_SUSPENDED", "TextDelta",
             "ToolFinished", "ToolStarted", "event_from_dict", "event_from_json", "event_to_dict", "event_to_json",
+            "ReplyPart", "StateDelta", "StateSnapshot", "UsageReported",
         ],
         "onedoor.events",
     ),
+    **dict.fromkeys(["ContentError", "ContentLimits", "Part", "parse_content", "text_of"], "onedoor.content"),
+    **dict.fromkeys(["ModelUsage", "add_usage"], "onedoor.usage"),
+    **dict.fromkeys(["RequestInfo", "observed_request", "trace_meta"], "onedoor.observe"),
     **dict.fromkeys(["Message", "ToolCall"], "onedoor.messages"),
     "Limits": "onedoor.limits",
     **dict.fromkeys(["LOCAL_PRINCIPAL", "principal_of"], "onedoor.principals"),
@@ -72,17 +77,20 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [  # every name of _EXPORTS (a test checks they agree)
-    "__version__", "APPROVAL", "Answer", "AsgiDoor", "AsgiMount", "AskFallback", "Asker", "Backend", "CancelToken",
-    "Channel", "ChannelClosed", "ChannelDoor", "CompositionError", "ContractViolation", "Cursor", "CursorError",
-    "CursorExpired", "Endpoint", "Event", "INPUT", "Kernel", "LOCAL_PRINCIPAL", "Limits", "LiveAsker", "Message",
-    "MessageTooLarge", "OnedoorError", "OptionsError", "POLICIES", "PluginError", "PolicyAsker", "Question",
-    "QuestionAnswered", "QuestionAsked", "QuestionError", "ReasoningDelta", "RpcDoor", "RunContext", "RunFailed",
-    "RunFinished", "RunInfo", "RunJournal", "RunRefused", "RunStarted", "RunStream", "STOP_CANCELLED",
-    "STOP_END_TURN", "STOP_MAX_TURNS", "STOP_PENDING_TOOLS", "STOP_SUSPENDED", "ServeContext", "StoreUnavailable",
-    "SuspendAsker", "TextDelta", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore", "ThreadSummary",
-    "ToolCall", "ToolFinished", "ToolSpec", "ToolStarted", "Transport", "WireError", "collect_text", "decode_json",
-    "decode_json_object", "encode_json", "encode_json_text", "event_from_dict", "event_from_json", "event_to_dict",
-    "event_to_json", "hookimpl", "parse_cursor", "principal_of", "read_cursor",
+    "__version__", "add_usage", "Answer", "APPROVAL", "AsgiDoor", "AsgiMount", "Asker", "AskFallback", "Backend",
+    "CancelToken", "Channel", "ChannelClosed", "ChannelDoor", "collect_text", "CompositionError", "ContentError",
+    "ContentLimits", "ContractViolation", "Cursor", "CursorError", "CursorExpired", "decode_json",
+    "decode_json_object", "encode_json", "encode_json_text", "Endpoint", "Event", "event_from_dict",
+    "event_from_json", "event_to_dict", "event_to_json", "hookimpl", "INPUT", "Kernel", "Limits", "LiveAsker",
+    "LOCAL_PRINCIPAL", "Message", "MessageTooLarge", "ModelUsage", "observed_request", "OnedoorError",
+    "OptionsError", "parse_content", "parse_cursor", "Part", "PluginError", "POLICIES", "PolicyAsker",
+    "principal_of", "Question", "QuestionAnswered", "QuestionAsked", "QuestionError", "read_cursor",
+    "ReasoningDelta", "ReplyPart", "RequestInfo", "RpcDoor", "RunContext", "RunFailed", "RunFinished", "RunInfo",
+    "RunJournal", "RunRefused", "RunStarted", "RunStream", "ServeContext", "StateDelta", "StateSnapshot",
+    "STOP_CANCELLED", "STOP_END_TURN", "STOP_MAX_TURNS", "STOP_PENDING_TOOLS", "STOP_SUSPENDED", "StoreUnavailable",
+    "SuspendAsker", "TextDelta", "text_of", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore",
+    "ThreadSummary", "ToolCall", "ToolFinished", "ToolSpec", "ToolStarted", "trace_meta", "Transport",
+    "UsageReported", "WireError",
 ]
 
 
@@ -114,6 +122,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
         ServeContext,
         Transport,
     )
+    from .content import ContentError, ContentLimits, Part, parse_content, text_of
     from .errors import CompositionError, ContractViolation, OnedoorError, OptionsError, PluginError, RunRefused
     from .events import (
         STOP_CANCELLED,
@@ -125,12 +134,16 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
         QuestionAnswered,
         QuestionAsked,
         ReasoningDelta,
+        ReplyPart,
         RunFailed,
         RunFinished,
         RunStarted,
+        StateDelta,
+        StateSnapshot,
         TextDelta,
         ToolFinished,
         ToolStarted,
+        UsageReported,
         event_from_dict,
         event_from_json,
         event_to_dict,
@@ -141,6 +154,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
     from .kernel import Kernel
     from .limits import Limits
     from .messages import Message, ToolCall
+    from .observe import RequestInfo, observed_request, trace_meta
     from .port import CancelToken, RunContext, ToolSpec, collect_text
     from .principals import LOCAL_PRINCIPAL, principal_of
     from .questions import (
@@ -158,4 +172,5 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
     )
     from .run import Backend, RunInfo, RunStream
     from .threads import StoreUnavailable, Thread, ThreadDesk, ThreadError, ThreadPage, ThreadStore, ThreadSummary
+    from .usage import ModelUsage, add_usage
     from .wire import WireError, decode_json, decode_json_object, encode_json, encode_json_text

@@ -17,9 +17,10 @@ class RunRefused(OnedoorError):
     recently), ``not_found`` (a thread that is not the caller's), ``pending_questions``
     (the thread's run waits for answers: a new message is never taken as one),
     ``unsupported_content`` (a part of a kind or media type the backend or server does not
-    take: :mod:`onedoor.content`) or ``state_conflict`` (a state sent for a thread whose
-    state has changed since the version it was based on). Doors map these to their own
-    error shapes (HTTP 429, 413, 422, 409, 404, 415; JSON-RPC invalid params…); an HTTP door
+    take: :mod:`onedoor.content`), ``state_conflict`` (a state sent for a thread whose
+    state has changed since the version it was based on) or ``draining`` (the server is
+    shutting down: it finishes its runs but starts none; retry on another). Doors map these to their own
+    error shapes (HTTP 429, 413, 422, 409, 404, 415, 503; JSON-RPC invalid params…); an HTTP door
     uses the transport's one table.
     """
 

@@ -24,6 +24,7 @@ thread calls doors make).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
@@ -35,7 +36,7 @@ from .observe import notify
 from .port import ToolSpec
 from .principals import LOCAL
 from .questions import Answer, Asker, Question, QuestionError, from_approver
-from .run import INTERRUPTED_REPLY, Backend, RunInfo, RunRegistry, RunStream, check_run_id
+from .run import INTERRUPTED_REPLY, Backend, RunInfo, RunRegistry, RunStream, check_content, check_run_id
 from .threads import Thread, ThreadDesk, ThreadStore
 from .threads.leases import turn_leases
 
@@ -179,6 +180,12 @@ class Kernel:
             notify(self.hooks, "onedoor_run_refused", door=door, reason=exc.reason, principal=principal)
             raise
 
+    def check_content(self, message: Any) -> tuple[str, tuple[Any, ...]]:
+        """The ``(text, parts)`` :meth:`run` would take ``message`` as, or the RunRefused it
+        would raise (``invalid``, ``too_large``, ``unsupported_content``): for a door that
+        must refuse content before it makes anything (a thread, a task)."""
+        return check_content(self.limits, message, self.backend.accepts, self.backend.name)
+
     def check_run_id(self, run_id: Any) -> None:
         """RunRefused unless ``run_id`` could name a new run now: cursor-safe (``invalid``)
         and not running, waiting for answers, nor used recently (``in_use``). For a door
@@ -222,6 +229,27 @@ class Kernel:
         most ``cancel_grace``) to stop; the rest is the doors' time to write the endings.
         Returns how many runs were cancelled."""
         return await self._runs.shutdown(grace)
+
+    def drain(self) -> None:
+        """Start no new run from now on (``RunRefused("draining")``); runs going on, parked
+        ones included, go on, and their answers are still taken. For a server that is
+        stopping behind a load balancer: :meth:`drained`, then :meth:`shutdown`."""
+        self._runs.draining = True
+
+    @property
+    def draining(self) -> bool:
+        return self._runs.draining
+
+    async def drained(self, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, until no run holds a slot (True) or not (False)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._runs.active > 0:
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(0.05, left))
+        return True
 
     def forget_thread(self, thread_id: str, principal: str) -> int:
         """After a thread's deletion: cancel the runs still writing it (waiting for answers

@@ -30,7 +30,8 @@ def texts(events, kind=TextDelta):
 async def test_streamed_reply(server, hermes_home):
     events = await collect(make_kernel(server, hermes_home), "hello there")
     assert len(texts(events)) > 3
-    assert events[-1] == RunFinished(events[0].run_id, "You said: hello there (turn 1)", "end_turn")
+    assert isinstance(events[-1], RunFinished) and events[-1].run_id == events[0].run_id
+    assert (events[-1].text, events[-1].stop_reason) == ("You said: hello there (turn 1)", "end_turn")
     [request] = server.chat_requests()
     assert request.body["stream"] is True and request.body["model"] == "fake-model"
     assert request.headers["authorization"] == "Bearer sk-test"

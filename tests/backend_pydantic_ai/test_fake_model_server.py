@@ -60,3 +60,48 @@ def test_plan_directives():
     assert "".join(plan.text) == "exactly this"
     plan = plan_for({"messages": [{"role": "user", "content": "q"}, {"role": "tool", "content": "42", "tool_call_id": "c"}]})
     assert "".join(plan.text) == "The tool returned: 42"
+
+
+def test_usage_counts_words_media_and_the_cached_prefix(server):
+    from onedoor_fake_model_server import MEDIA_TOKENS
+
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    body = {"model": "vision-model", "messages": [
+        {"role": "system", "content": "be brief please"},
+        {"role": "user", "content": [{"type": "text", "text": "what is this"}, image]},
+    ]}
+    reply = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=10).json()
+    words = reply["choices"][0]["message"]["content"].split()
+    assert reply["usage"] == {
+        "prompt_tokens": 3 + 3 + MEDIA_TOKENS, "completion_tokens": len(words), "total_tokens": 6 + MEDIA_TOKENS + len(words),
+        "prompt_tokens_details": {"cached_tokens": 3, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+    }
+    [request] = server.chat_requests()
+    assert request.usage == reply["usage"] and request.model == "vision-model" and reply["model"] == "vision-model"
+    assert request.image_urls == ["data:image/png;base64,AAAA"] and request.parts("image_url") == [image]
+
+
+def test_streamed_usage_counts_the_chunks_it_sent(server):
+    body = {"model": "fake-model", "stream": True, "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "/think one two"}]}
+    with httpx.stream("POST", f"{server.base_url}/chat/completions", json=body, timeout=10) as response:
+        frames = [json.loads(f[6:]) for f in response.read().decode().split("\n\n") if f and f != "data: [DONE]"]
+    deltas = [c["choices"][0]["delta"] for c in frames if c["choices"]]
+    reasoning = [d for d in deltas if d.get("reasoning_content")]
+    text = [d for d in deltas if d.get("content")]
+    [last] = [c for c in frames if not c["choices"]]
+    assert last["usage"]["completion_tokens"] == len(reasoning) + len(text) > len(reasoning) > 0
+    assert last["usage"]["completion_tokens_details"]["reasoning_tokens"] == len(reasoning)
+    assert last["usage"]["prompt_tokens"] == 3 and last["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    assert server.chat_requests()[-1].usage == last["usage"]
+    body.pop("stream_options")
+    with httpx.stream("POST", f"{server.base_url}/chat/completions", json=body, timeout=10) as response:
+        assert '"usage"' not in response.read().decode()
+    assert server.chat_requests()[-1].usage is None, "no usage sent, none recorded"
+
+
+def test_models_listed():
+    with fake_model_server(models=("a", "b")) as srv:
+        listed = httpx.get(f"{srv.base_url}/models", timeout=10).json()
+    assert [m["id"] for m in listed["data"]] == ["a", "b"]

@@ -33,7 +33,8 @@ async def test_streamed_reply(server):
     events = await collect(make_kernel(server), "hello there")
     deltas = texts(events)
     assert len(deltas) > 3, "the reply should arrive in several deltas"
-    assert events[-1] == RunFinished(events[0].run_id, "You said: hello there (turn 1)", "end_turn")
+    assert isinstance(events[-1], RunFinished) and events[-1].run_id == events[0].run_id
+    assert (events[-1].text, events[-1].stop_reason) == ("You said: hello there (turn 1)", "end_turn")
     [request] = server.chat_requests()
     assert request.body["stream"] is True and request.completed
     assert request.headers["authorization"] == "Bearer sk-test"

@@ -26,9 +26,9 @@ def test_needs_a_model_or_an_agent():
         parse()
 
 
-def test_model_and_agent_are_exclusive():
-    with pytest.raises(OptionsError, match="either model or agent"):
-        parse({"model": "openai:gpt-4o", "agent": "x:y"}, environ={"OPENAI_API_KEY": "k"})
+def test_base_url_with_an_agent_needs_a_model():
+    with pytest.raises(OptionsError, match="base_url applies to model"):
+        parse({"agent": "x:y", "base_url": "http://127.0.0.1:9/v1"})
 
 
 def test_unknown_option_names_the_known_ones():

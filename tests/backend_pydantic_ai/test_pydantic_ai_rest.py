@@ -48,6 +48,12 @@ def test_chat_stream_and_disconnect_cancels_the_model_request(served, server):
         kinds = [e["type"] for e in events]
         assert kinds[0] == "run_started" and kinds[-1] == "run_finished" and kinds.count("text_delta") > 3
         assert events[-1]["text"] == "You said: hi there (turn 1)"
+        sent = server.chat_requests()[-1].usage
+        assert events[-1]["usage"] == [{
+            "model": "fake-model", "provider": "openai", "input_tokens": sent["prompt_tokens"],
+            "output_tokens": sent["completion_tokens"], "cache_read_tokens": 0, "cache_write_tokens": 0,
+            "reasoning_tokens": 0, "requests": 1,
+        }], "the run's usage reaches the door's stream, as the model server counted it"
         with client.stream("POST", "/rest/chat/stream", json={"message": "/slow 0.05 /long 400"}) as response:
             for event in sse_events(response.iter_lines()):
                 if event["type"] == "text_delta":

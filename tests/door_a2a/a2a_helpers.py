@@ -14,13 +14,14 @@ import signal
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import new_text_message
-from a2a.types import Role, SendMessageRequest
+from a2a.types import Message, Role, SendMessageRequest
 from onedoor_test_support import wait_for
 
 HERE = Path(__file__).parent
@@ -33,6 +34,13 @@ _LISTENING = re.compile(r"listening on (http://\S+)")
 def ask(text: str, *, task_id: str = "", context_id: str = "") -> SendMessageRequest:
     message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id or None, context_id=context_id or None)
     return SendMessageRequest(message=message)
+
+
+def ask_parts(*parts: Any, task_id: str = "", context_id: str = "", **configuration: Any) -> SendMessageRequest:
+    """A message of these A2A parts (``configuration``: SendMessageConfiguration fields)."""
+    message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=list(parts), task_id=task_id,
+                      context_id=context_id)
+    return SendMessageRequest(message=message, configuration=configuration or None)
 
 
 def reply_of(task: Any) -> str:
@@ -66,8 +74,10 @@ class A2aServer:
 
     def __init__(self, args: list[str], tmp: Path) -> None:
         self.outcomes_path = tmp / "outcomes.jsonl"
+        self.requests_path = tmp / "requests.jsonl"
         self.stderr_path = tmp / "stderr.txt"
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "ONEDOOR_TEST_OUTCOMES": str(self.outcomes_path)}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "ONEDOOR_TEST_OUTCOMES": str(self.outcomes_path),
+               "ONEDOOR_TEST_REQUESTS": str(self.requests_path)}
         cmd = [sys.executable, str(LAUNCHER), "serve", "--door", "a2a", "--port", "0", *args]
         self._stderr = open(self.stderr_path, "w", encoding="utf-8")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env)
@@ -99,6 +109,12 @@ class A2aServer:
         if not self.outcomes_path.exists():
             return []
         return [json.loads(line) for line in self.outcomes_path.read_text("utf-8").splitlines() if line]
+
+    def requests(self) -> list[dict[str, Any]]:
+        """The requests the door served, as its observers saw them (the launcher's request hooks)."""
+        if not self.requests_path.exists():
+            return []
+        return [json.loads(line) for line in self.requests_path.read_text("utf-8").splitlines() if line]
 
     def outcome_of(self, message_part: str, timeout: float = 30.0) -> dict[str, Any]:
         """The finished run whose message contains ``message_part`` (waits for it)."""

@@ -79,7 +79,7 @@ def auth(token: str) -> dict[str, str]:
 
 
 def active_runs(server: Any) -> int:
-    return int(httpx.get(server.base_url + "/healthz", timeout=30).json()["active_runs"])
+    return int(httpx.get(server.base_url + "/healthz", headers=auth(ALICE), timeout=30).json()["active_runs"])
 
 
 @pytest.fixture

@@ -68,6 +68,10 @@ class Recorder:
         self.elicitation_answers: list[dict[str, Any]] = []  # replies to elicitation/create, in order
         self.elicitation_asked = asyncio.Event()
         self.hold_elicitation: asyncio.Event | None = None
+        self.files: dict[str, str] = {}  # what the editor holds (fs/read_text_file), path -> text
+        self.reads: list[dict[str, Any]] = []
+        self.hold_read: asyncio.Event | None = None
+        self.read_asked = asyncio.Event()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update.model_dump(mode="json", by_alias=True, exclude_none=True)))
@@ -94,12 +98,26 @@ class Recorder:
             await self.hold_elicitation.wait()
         return self.elicitation_answers.pop(0) if self.elicitation_answers else {"action": "decline"}
 
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+                             **kwargs: Any) -> Any:
+        from acp import RequestError
+
+        self.reads.append({"sessionId": session_id, "path": path, "line": line, "limit": limit})
+        self.read_asked.set()
+        if self.hold_read is not None:
+            await self.hold_read.wait()
+        if path not in self.files:
+            raise RequestError(-32002, f"no such file: {path}")
+        lines = self.files[path].split("\n")
+        first = (line or 1) - 1
+        return {"content": "\n".join(lines[first: None if limit is None else first + limit])}
+
     def kinds(self, session_id: str | None = None) -> list[str]:
         return [u["sessionUpdate"] for s, u in self.updates if session_id is None or s == session_id]
 
     def text(self, kind: str = "agent_message_chunk", session_id: str | None = None) -> str:
         return "".join(
-            u["content"]["text"] for s, u in self.updates
+            u["content"].get("text", "") for s, u in self.updates
             if u["sessionUpdate"] == kind and (session_id is None or s == session_id)
         )
 
@@ -116,11 +134,14 @@ class Recorder:
 class DoorHarness:
     """The door over an in-memory channel pair (onedoor.testing), driven by ``acp``'s own client."""
 
-    def __init__(self, kernel: Any, data_dir: Path, *, elicitation: bool = False, **options: Any) -> None:
+    def __init__(self, kernel: Any, data_dir: Path, *, elicitation: bool = False, fs: bool = False,
+                 plugin_options: dict[str, Any] | None = None, **options: Any) -> None:
         from onedoor_door_acp.door import AcpOptions
 
         self.kernel = kernel
+        self.plugin_options = plugin_options or {}  # other plugins' parsed options (ServeContext.options), e.g. the backend's
         self.elicitation = elicitation  # the client declares form elicitation
+        self.fs = fs  # the client declares fs.readTextFile
         self.door_end, self.channel = channel_pair(line_framed=True)
         self.options = AcpOptions(data_dir=str(data_dir), **options)
         self.recorder = Recorder()
@@ -133,13 +154,21 @@ class DoorHarness:
 
         if THREAD_STORE is not None and self.kernel.store is None:
             self.kernel.store = THREAD_STORE
-        ctx = ServeContext(kernel=self.kernel, options={"acp": self.options}, door_names=["acp"], transport_name="memory")
+        ctx = ServeContext(kernel=self.kernel, options={**self.plugin_options, "acp": self.options}, door_names=["acp"], transport_name="memory")
         self.task = asyncio.create_task(serve_acp(self.door_end, ctx, self.options))
         self.conn = connect_to_agent(self.recorder, ClientSide(self.channel), use_unstable_protocol=True)
-        if self.elicitation:
-            from acp.schema import ClientCapabilities, ElicitationCapabilities, ElicitationFormCapabilities
+        if self.elicitation or self.fs:
+            from acp.schema import (
+                ClientCapabilities,
+                ElicitationCapabilities,
+                ElicitationFormCapabilities,
+                FileSystemCapabilities,
+            )
 
-            capabilities = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
+            capabilities = ClientCapabilities(
+                elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()) if self.elicitation else None,
+                fs=FileSystemCapabilities(read_text_file=True) if self.fs else FileSystemCapabilities(),
+            )
             await self.conn.initialize(protocol_version=1, client_capabilities=capabilities)
         else:
             await self.conn.initialize(protocol_version=1)

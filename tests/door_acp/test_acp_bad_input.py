@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from onedoor.builtins.scripted_extras import DOT_PNG
 from onedoor.composition import ServeContext
 from onedoor.testing import channel_pair, scripted_kernel
 
 pytestmark = pytest.mark.timeout(60)
+PNG = base64.b64encode(DOT_PNG).decode("ascii")
 
 
 class RawDoor:
     """The door over an in-memory channel pair (no transport), driven with raw lines."""
 
-    def __init__(self, data_dir: Path, **pair_options: Any) -> None:
+    def __init__(self, data_dir: Path, kernel_options: dict[str, Any] | None = None, **pair_options: Any) -> None:
         from onedoor_door_acp.door import AcpOptions
 
+        self.kernel_options = kernel_options or {}
         self.door_end, self.client = channel_pair(line_framed=True, **pair_options)
         self.options = AcpOptions(data_dir=str(data_dir))
         self.task: asyncio.Task | None = None
@@ -27,7 +31,8 @@ class RawDoor:
     async def __aenter__(self) -> "RawDoor":
         from onedoor_door_acp.server import serve_acp
 
-        ctx = ServeContext(kernel=scripted_kernel(reasoning=False, tool=False), options={"acp": self.options})
+        kernel = scripted_kernel(reasoning=False, tool=False, **self.kernel_options)
+        ctx = ServeContext(kernel=kernel, options={"acp": self.options})
         self.task = asyncio.create_task(serve_acp(self.door_end, ctx, self.options))
         return self
 
@@ -98,7 +103,7 @@ async def test_unknown_notifications_are_ignored_and_responses_without_requests_
 
 
 async def test_session_errors(data_dir: Path) -> None:
-    async with RawDoor(data_dir) as door:
+    async with RawDoor(data_dir, {"accepts": ""}) as door:  # a backend of text only
         for request_id, (method, params) in enumerate([
             ("session/prompt", {"sessionId": "sess_missing", "prompt": [{"type": "text", "text": "hi"}]}),
             ("session/load", {"sessionId": "sess_missing", "cwd": "/tmp", "mcpServers": []}),
@@ -109,9 +114,9 @@ async def test_session_errors(data_dir: Path) -> None:
             assert "sess_missing" in error["error"]["message"]
         sid = (await door.call("session/new", {"cwd": "/tmp", "mcpServers": []}, 10))["result"]["sessionId"]
         for request_id, (blocks, code, words) in enumerate([
-            ([{"type": "image", "data": "AAAA", "mimeType": "image/png"}], -32602, "image"),
-            ([{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}], -32602, "audio"),
-            ([{"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AAAA"}}], -32602, "binary"),
+            ([{"type": "image", "data": PNG, "mimeType": "image/png"}], -32602, "does not take image parts"),
+            ([{"type": "audio", "data": "AAAA", "mimeType": "audio/ogg"}], -32602, "does not take audio parts"),
+            ([{"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "AAAA"}}], -32602, "does not take resource"),
             ([{"type": "video", "url": "x"}], -32602, ""),
             ([{"type": "text"}], -32602, ""),
             ("hello", -32602, ""),
@@ -122,6 +127,11 @@ async def test_session_errors(data_dir: Path) -> None:
             assert words in json.dumps(error["error"])
         error = await door.call("session/set_config_option", {"sessionId": sid, "configId": "colour", "value": "red"}, 40)
         assert error["error"]["code"] == -32602
+        for request_id, params in enumerate([{"sessionId": sid}, {"sessionId": sid, "modelId": None}, {}], start=60):
+            error = await door.call("session/set_model", params, request_id)
+            assert error["error"]["code"] == -32602 and "sessionId and modelId" in error["error"]["message"]
+        error = await door.call("session/set_model", {"sessionId": sid, "modelId": "x"}, 63)
+        assert error["error"]["code"] == -32602 and "offers no model choice" in error["error"]["message"]
         error = await door.call("session/list", {"cursor": "not-a-number"}, 41)
         assert error["error"]["code"] == -32602
         await door.call("session/close", {"sessionId": sid}, 42)
@@ -161,7 +171,8 @@ def test_fuzzed_messages_never_break_the_door(data_dir: Path) -> None:
     scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
     values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
     methods = st.sampled_from(["initialize", "session/new", "session/load", "session/prompt", "session/cancel",
-                               "session/list", "session/set_config_option", "session/close", "session/fork", "x/y"])
+                               "session/list", "session/set_config_option", "session/set_model", "session/close",
+                               "session/fork", "x/y"])
     messages = values | st.fixed_dictionaries(
         {"jsonrpc": st.just("2.0"), "method": methods, "params": values},
         optional={"id": st.integers(0, 10**6) | st.text(max_size=5)},

@@ -49,12 +49,17 @@ async def test_initialize_is_honest(data_dir: Path) -> None:
             assert reply.protocol_version == 1
         caps = reply.agent_capabilities
         assert caps.load_session is True
-        assert caps.prompt_capabilities.image is False
-        assert caps.prompt_capabilities.audio is False
+        # what the backend takes (the scripted one: every kind)
+        assert caps.prompt_capabilities.image is True
+        assert caps.prompt_capabilities.audio is True
         assert caps.prompt_capabilities.embedded_context is True
         assert caps.session_capabilities.list is not None
         assert caps.mcp_capabilities.http is False
         assert reply.agent_info.name == "onedoor"
+    for accepts, image, audio in (("", False, False), ("image", True, False), ("audio,resource", False, True)):
+        async with DoorHarness(scripted_kernel(accepts=accepts), data_dir) as door:
+            caps = (await door.conn.initialize(protocol_version=1)).agent_capabilities.prompt_capabilities
+            assert (caps.image, caps.audio, caps.embedded_context) == (image, audio, True), accepts
 
 
 async def test_prompt_streams_thoughts_tool_call_and_text_in_order(data_dir: Path) -> None:
@@ -105,8 +110,10 @@ async def test_embedded_text_and_resource_links_reach_the_agent(data_dir: Path) 
         response = await door.conn.prompt(session_id=sid, prompt=blocks)
         assert response.stop_reason == "end_turn"
         text = door.recorder.text()
-        assert "[a.py](file:///tmp/a.py)" in text
-        assert "print(1)" in text
+        # the client cannot read files (no fs.readTextFile): the link stays a link
+        assert text.startswith("Received: 1 resource_link (file:///tmp/a.py, a.py); 1 resource (8 bytes, file:///tmp/b.py). ")
+        assert "[file: file:///tmp/a.py]" in text
+        assert "--- file:///tmp/b.py ---\nprint(1)\n--- end of file:///tmp/b.py ---" in text
 
 
 async def test_available_commands_come_after_the_new_session_reply(data_dir: Path) -> None:

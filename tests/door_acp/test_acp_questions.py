@@ -301,7 +301,7 @@ async def test_hostile_permission_answers_are_no_and_never_break_the_door(data_d
         sid = (await client.call("session/new", {"cwd": "/tmp", "mcpServers": []}))["result"]["sessionId"]
         for answer in HOSTILE_PERMISSION_ANSWERS:
             response, text, methods = await client.prompt_answering(sid, ASK_RM, answer)
-            assert response.get("result") == {"stopReason": "end_turn"}, (answer, response)
+            assert (response.get("result") or {}).get("stopReason") == "end_turn", (answer, response)
             assert text == "Not approved (reject_once): did not run rm", (answer, text)
             assert methods == ["session/request_permission"]
         response, text, _ = await client.prompt_answering(
@@ -333,7 +333,7 @@ async def test_hostile_elicitation_answers_are_declined_and_never_break_the_door
         sid = (await client.call("session/new", {"cwd": "/tmp", "mcpServers": []}))["result"]["sessionId"]
         for answer in HOSTILE_ELICITATION_ANSWERS:
             response, text, methods = await client.prompt_answering(sid, "/question Which branch?", answer)
-            assert response.get("result") == {"stopReason": "end_turn"}, (answer, response)
+            assert (response.get("result") or {}).get("stopReason") == "end_turn", (answer, response)
             assert text == "No answer (decline)", (answer, text)
             assert methods == ["elicitation/create"]
         _, text, _ = await client.prompt_answering(

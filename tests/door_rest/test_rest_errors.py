@@ -120,7 +120,7 @@ def test_busy_is_429_with_retry_after(served, client):
             r = client.post(path, json={"message": "one more"})
             body = check_error(r, 429, "busy", "limit")
             assert int(r.headers["retry-after"]) >= 1, body
-        health = httpx.get(served.base_url + "/healthz", timeout=10).json()
+        health = httpx.get(served.base_url + "/healthz", headers=AUTH, timeout=10).json()
         assert health["active_runs"] == 4
     finally:
         stop.set()
@@ -128,7 +128,7 @@ def test_busy_is_429_with_retry_after(served, client):
             t.join(20)
     # the slots come back once the holders leave (their runs are cancelled)
     for _ in range(200):
-        if httpx.get(served.base_url + "/healthz", timeout=10).json()["active_runs"] == 0:
+        if httpx.get(served.base_url + "/healthz", headers=AUTH, timeout=10).json()["active_runs"] == 0:
             break
         threading.Event().wait(0.05)
     assert client.post("/rest/chat", json={"message": "free again"}).status_code == 200

@@ -237,3 +237,21 @@ async def test_tool_parts_are_checked_too():
 
     events = await collect(kernel_for_agent(Agent), "x")
     assert "ToolFinished.parts must hold" in final(events).error
+
+
+async def test_a_door_checks_content_before_it_makes_anything(tmp_path):
+    kernel = scripted_kernel(accepts="", store=SQLiteThreadStore(tmp_path / "t.db", max_thread_chars=40))
+    assert kernel.check_content("plain") == ("plain", ())
+    with pytest.raises(RunRefused) as caught:
+        kernel.check_content([{"type": "text", "text": "x"}, image()])
+    assert caught.value.reason == "unsupported_content"
+    thread, _ = await kernel.threads.open("local", "small")
+    from onedoor.threads import ThreadError
+
+    kernel.threads.check_room(thread, [{"type": "text", "text": "fits"}])
+    with pytest.raises(ThreadError) as refused:
+        kernel.threads.check_room(thread, [{"type": "text", "text": "x"}, image()])  # 48 bytes of image, and more
+    assert refused.value.reason == "too_large"
+    with pytest.raises(ThreadError):
+        kernel.threads.check_room(thread, [Part.media("image", "image/png", data=PNG + bytes(20))])
+    await kernel.store.close()

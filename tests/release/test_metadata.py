@@ -74,6 +74,7 @@ def test_the_readme_states_the_names_and_the_quick_start():
 PROVIDER = {
     "acp": "agent-client-protocol",
     "a2a": "a2a-sdk",
+    "google": "protobuf",  # google.protobuf
     "psycopg_pool": "psycopg-pool",
     "ag_ui": "ag-ui-protocol",
     "pydantic_ai": "pydantic-ai-slim",
@@ -82,6 +83,7 @@ PROVIDER = {
     "run_agent": "hermes-agent",
     "hermes_cli": "hermes-agent",
     "tools": "hermes-agent",
+    "jwt": "pyjwt",
     "toolsets": "hermes-agent",
     **{package: release.pyproject(folder)["project"]["name"] for folder, package in release.ALL.items()},
 }

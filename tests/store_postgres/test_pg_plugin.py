@@ -163,3 +163,21 @@ async def test_a_database_made_by_the_previous_version_gets_the_state_columns(ow
         assert (kept.state, kept.state_version) == ({"n": 1}, 1)
     finally:
         await store.close()
+
+
+def test_readiness_follows_postgresql(own_postgres):
+    """/readyz is 503 while PostgreSQL is down and 200 again once it is back; /healthz stays 200."""
+    import httpx
+    from onedoor_test_support import wait_for
+    from onedoor_transport_http.testing import start_server
+
+    args = ["--door", "rest", "--store", "postgres", "-o", f"postgres.dsn={own_postgres.dsn}", "-o", "postgres.timeout=1"]
+    with start_server(args) as server:
+        ready = lambda: httpx.get(server.base_url + "/readyz", timeout=10)  # noqa: E731
+        assert ready().json() == {"status": "ready"}
+        own_postgres.stop()
+        down = wait_for(lambda: (r := ready()).status_code == 503 and r, "readyz 503", timeout=20)
+        assert down.json() == {"status": "not_ready", "reason": "store"}
+        assert httpx.get(server.base_url + "/healthz", timeout=10).status_code == 200
+        own_postgres._pg_ctl("start")  # the same data again
+        wait_for(lambda: ready().status_code == 200, "readyz 200 again", timeout=30)

@@ -212,7 +212,8 @@ def test_every_installed_door_demands_the_token():
             r = httpx.get(url, headers=AUTH, timeout=10)
             assert r.status_code != 401, url
         health = httpx.get(server.base_url + "/healthz", timeout=10)
-        assert health.status_code == 200 and health.json()["doors"] == DOORS
+        assert health.status_code == 200 and health.json() == {"status": "ok"}, "no token: nothing more"
+        assert httpx.get(server.base_url + "/healthz", headers=AUTH, timeout=10).json()["doors"] == DOORS
 
 
 def test_hook_routes_and_any_mount_sit_behind_the_check():
@@ -259,7 +260,8 @@ def test_body_cap_is_413_json_before_the_door_reads():
         root = httpx.get(server.base_url + "/", timeout=10, follow_redirects=False)
         assert root.status_code == 307 and root.headers["location"] == "/echo/"
         health = httpx.get(server.base_url + "/healthz", timeout=10).json()
-        assert health == {"status": "ok", "doors": ["echo"], "backend": "scripted", "active_runs": 0}
+        assert health == {"status": "ok", "doors": ["echo"], "backend": "scripted", "active_runs": 0, "parked_runs": 0,
+                          "draining": False}
 
 
 def preflight(url: str, origin: str) -> httpx.Response:

@@ -10,12 +10,13 @@ responses (``_core``). The backend contract is :mod:`.contract`.
 """
 
 from ._turn import INTERRUPTED_REPLY
-from .admission import check_input, check_run_id
+from .admission import check_content, check_input, check_run_id
 from .contract import Contract
 from .model import Backend, RunInfo
 from .registry import RunRegistry
 from .stream import RunStream
 
 __all__ = [
-    "INTERRUPTED_REPLY", "Backend", "Contract", "RunInfo", "RunRegistry", "RunStream", "check_input", "check_run_id",
+    "INTERRUPTED_REPLY", "Backend", "Contract", "RunInfo", "RunRegistry", "RunStream", "check_content", "check_input",
+    "check_run_id",
 ]

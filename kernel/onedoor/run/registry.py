@@ -58,6 +58,7 @@ class RunRegistry:
         self.thread_runs: Counter[str] = Counter()  # thread id -> runs of this kernel writing it
         self.live: dict[str, RunCore] = {}  # runs not yet finished (parked ones included), by run id
         self.active = 0
+        self.draining = False  # the server is shutting down: no new run starts (resumes go on)
         self._slot_lock = threading.Lock()  # a stuck worker frees its slot from its own thread
 
     # -- starting runs -------------------------------------------------------------------
@@ -126,6 +127,9 @@ class RunRegistry:
         return run_state
 
     def _take_slot(self) -> None:
+        if self.draining:
+            raise RunRefused("draining", "this server is shutting down and starts no new runs; try another server",
+                             retry_after=1)
         limit = self.limits.max_concurrent_runs
         with self._slot_lock:
             if self.active >= limit:
@@ -222,6 +226,7 @@ class RunRegistry:
             _, late = await asyncio.wait(waits, timeout=grace)
             for wait in late:
                 wait.cancel()
+        self.leases.stop()
         return len(runs)
 
 

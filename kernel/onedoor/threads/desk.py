@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Sequence
 
+from ..content import Part
 from ..messages import Message
 from ..state import apply_patch, checked_state, state_chars
 from .leases import UNANSWERED, turn_leases
@@ -204,18 +205,35 @@ class ThreadDesk:
                     raise
         raise ThreadError("conflict", "the thread's state kept changing; try again")
 
-    def check_room(self, thread: Thread, message: str) -> None:
-        """``too_large`` when the message alone would take the thread past the store's size
-        limit (a reply that does is not kept: its run ends run_failed saying so)."""
+    def check_room(self, thread: Thread, message: Any) -> None:
+        """``too_large`` when the message alone (text, or a list of parts: their text and
+        bytes) would take the thread past the store's size limit (a reply that does is not
+        kept: its run ends run_failed saying so)."""
         limit = getattr(self.store, "max_thread_chars", None)
         if not isinstance(limit, int):
             return
         held = sum(m.size for m in thread.messages)
-        if held + len(message) > limit:
+        if held + _size_of(message) > limit:
             raise ThreadError(
                 "too_large", f"thread {thread.id!r} holds {held} characters; with this message it would pass the limit "
                 f"of {limit}: start a new thread",
             )
+
+
+def _size_of(message: Any) -> int:
+    """What a message will take in a thread, before it is checked: its text, and the bytes
+    of its parts (base64 counted as the bytes it decodes to)."""
+    if isinstance(message, str):
+        return len(message)
+    size = 0
+    for part in message if isinstance(message, (list, tuple)) else ():
+        if isinstance(part, Part):
+            size += part.byte_size
+        elif isinstance(part, dict):
+            data, text = part.get("data"), part.get("text")
+            size += len(data) * 3 // 4 if isinstance(data, str) else 0
+            size += len(text) if isinstance(text, str) else 0
+    return size
 
 
 __all__ = ["MAX_PAGE", "NO_THREADS", "ThreadDesk", "ThreadPage"]

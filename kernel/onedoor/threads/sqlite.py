@@ -153,31 +153,23 @@ class SQLiteThreadStore:
         added = sum(m.size for m in messages)  # text, and the bytes of images and files
 
         def write(db: sqlite3.Connection) -> Thread:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute(
-                    "SELECT version, chars, message_count, title FROM threads WHERE id = ? AND owner = ?",
-                    (thread_id, owner),
-                ).fetchone()
-                check_append(thread_id, row, expected_version, added, self.max_thread_chars)
-                version, chars, count, title = row
-                db.executemany(
-                    "INSERT INTO messages VALUES (?, ?, ?)",
-                    [(thread_id, count + i, body) for i, body in enumerate(bodies)],
-                )
-                db.execute(
-                    "UPDATE threads SET version = ?, chars = ?, message_count = ?, title = ?, updated_at = ? WHERE id = ?",
-                    (version + 1, chars + added, count + len(bodies), title or title_from(messages), time.time(), thread_id),
-                )
-                thread = _read(db, owner, thread_id)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            assert thread is not None
-            return thread
+            row = db.execute(
+                "SELECT version, chars, message_count, title FROM threads WHERE id = ? AND owner = ?",
+                (thread_id, owner),
+            ).fetchone()
+            check_append(thread_id, row, expected_version, added, self.max_thread_chars)
+            version, chars, count, title = row
+            db.executemany(
+                "INSERT INTO messages VALUES (?, ?, ?)",
+                [(thread_id, count + i, body) for i, body in enumerate(bodies)],
+            )
+            db.execute(
+                "UPDATE threads SET version = ?, chars = ?, message_count = ?, title = ?, updated_at = ? WHERE id = ?",
+                (version + 1, chars + added, count + len(bodies), title or title_from(messages), time.time(), thread_id),
+            )
+            return _read_back(db, owner, thread_id)
 
-        return await self._call(write)
+        return await self._call(_immediate(write))
 
     async def update_state(
         self, owner: str, thread_id: str, state: dict[str, Any], *, expected_version: int
@@ -185,21 +177,13 @@ class SQLiteThreadStore:
         body = encode_json_text(state)
 
         def write(db: sqlite3.Connection) -> Thread:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute("SELECT state_version FROM threads WHERE id = ? AND owner = ?", (thread_id, owner)).fetchone()
-                check_state_update(thread_id, row[0] if row else None, expected_version)
-                db.execute("UPDATE threads SET state = ?, state_version = ?, updated_at = ? WHERE id = ?",
-                           (body, expected_version + 1, time.time(), thread_id))
-                thread = _read(db, owner, thread_id)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            assert thread is not None
-            return thread
+            row = db.execute("SELECT state_version FROM threads WHERE id = ? AND owner = ?", (thread_id, owner)).fetchone()
+            check_state_update(thread_id, row[0] if row else None, expected_version)
+            db.execute("UPDATE threads SET state = ?, state_version = ?, updated_at = ? WHERE id = ?",
+                       (body, expected_version + 1, time.time(), thread_id))
+            return _read_back(db, owner, thread_id)
 
-        return await self._call(write)
+        return await self._call(_immediate(write))
 
     async def delete(self, owner: str, thread_id: str) -> bool:
         def remove(db: sqlite3.Connection) -> bool:
@@ -285,6 +269,28 @@ def _forget_the_log(db: sqlite3.Connection, attempts: int = 20) -> None:
             return
         time.sleep(0.005)
     log.warning("sqlite: a reader in another process held the log; the deleted text leaves it at the next checkpoint")
+
+
+def _immediate(work: Callable[[sqlite3.Connection], T]) -> Callable[[sqlite3.Connection], T]:
+    """``work`` in one write transaction (BEGIN IMMEDIATE: the write lock first), rolled back if it raises."""
+
+    def run(db: sqlite3.Connection) -> T:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return result
+
+    return run
+
+
+def _read_back(db: sqlite3.Connection, owner: str, thread_id: str) -> Thread:
+    thread = _read(db, owner, thread_id)
+    assert thread is not None
+    return thread
 
 
 def _add_state_columns(db: sqlite3.Connection) -> None:

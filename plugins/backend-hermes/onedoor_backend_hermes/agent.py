@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from onedoor import (
     STOP_CANCELLED,
@@ -36,10 +36,13 @@ from onedoor import (
     ToolFinished,
     ToolStarted,
 )
+from onedoor.events import UsageReported
 from onedoor.questions import Answer, Question, closing_answer
 
+from .content import ContentRefused, accepted, hermes_content
 from .embed import prints_to_stderr
 from .options import ASK, HermesOptions
+from .usage import HermesMeter
 
 _END = object()
 _JOIN_LIMIT = 30.0  # seconds to wait for hermes to return after an interrupt
@@ -48,11 +51,18 @@ _JOIN_LIMIT = 30.0  # seconds to wait for hermes to return after an interrupt
 HERMES_CHOICE = {"allow_once": "once", "allow_always": "session"}
 
 
-def to_hermes_history(history: Sequence[Message]) -> list[dict[str, Any]]:
-    """Core history as OpenAI-style messages, the shape hermes keeps."""
+def to_hermes_history(history: Sequence[Message], accepts: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Core history as OpenAI-style messages, the shape hermes keeps: a user message with
+    parts as content parts (kinds not in ``accepts`` as text)."""
     out: list[dict[str, Any]] = []
     for m in history:
-        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        content: Any = m.content
+        if m.role == "user" and m.parts:
+            try:
+                content = hermes_content(m.parts, accepts)
+            except ContentRefused:
+                content = m.content  # what hermes cannot take from the past goes as the text that names it
+        item: dict[str, Any] = {"role": m.role, "content": content}
         if m.tool_calls:
             item["tool_calls"] = [
                 {
@@ -174,12 +184,25 @@ class HermesAgent:
             kwargs.update(base_url=o.base_url, provider="custom", api_mode="chat_completions")
         else:
             kwargs.update(provider=o.provider)
-        return build_agent(o.home, o.context_length, **kwargs)
+        hermes = build_agent(o.home, o.context_length, **kwargs)
+        if o.vision is True:
+            # hermes asks its config and models.dev whether the model reads images; the
+            # operator said it does (otherwise hermes swaps each image for a description)
+            hermes._model_supports_vision = lambda: True
+        return hermes
 
     def run(self, message: str, *, history: Sequence[Message] | None = None, context: RunContext | None = None) -> Iterator[Event]:
         run_id = context.run_id if context is not None else "hermes"
         token = context.cancel if context is not None else self.token
         yield RunStarted(run_id)
+        kinds = accepted(self.options.vision, self.options.base_url)
+        prompt: Any = message
+        if context is not None and context.content:
+            try:
+                prompt = hermes_content(context.content, kinds)
+            except ContentRefused as exc:
+                yield RunFailed(run_id, str(exc))
+                return
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         hermes = self._build(events)
         with self._lock:
@@ -188,7 +211,8 @@ class HermesAgent:
         if interrupt_now or token.cancelled:
             hermes.interrupt()
         outcome: dict[str, Any] = {}
-        past = to_hermes_history(history or ())
+        past = to_hermes_history(history or (), kinds)
+        meter = HermesMeter(hermes)
 
         approve = self._approval(context, events)
         gate = self._consent_gate(context, events) if self.options.allow_machine_tools == ASK else None
@@ -198,7 +222,7 @@ class HermesAgent:
             try:
                 _prepare_thread(approve, session, gate, self.options.machine_tools)  # its tool threads inherit it
                 with prints_to_stderr():
-                    outcome["result"] = hermes.run_conversation(message, conversation_history=past)
+                    outcome["result"] = hermes.run_conversation(prompt, conversation_history=past)
             except BaseException as exc:  # noqa: BLE001 - reported as RunFailed
                 outcome["error"] = exc
             finally:
@@ -219,6 +243,10 @@ class HermesAgent:
                     continue
                 if item is _END:
                     break
+                if item[0] in ("start", "done"):  # a model call has ended: what it used comes first
+                    used = meter.step()
+                    if used:
+                        yield UsageReported(used)
                 yield from self._map(item, parts, open_tools)
         finally:
             if thread.is_alive():  # closed early (kernel cancel): stop hermes and wait for it
@@ -227,24 +255,7 @@ class HermesAgent:
             _close(hermes)
         for call_id, name in list(open_tools.items()):
             yield ToolFinished(call_id, name, "the tool call did not finish", True)
-        error = outcome.get("error")
-        result = outcome.get("result") or {}
-        if error is not None:
-            yield RunFailed(run_id, f"hermes failed: {type(error).__name__}: {error}")
-            return
-        if result.get("interrupted") or self._interrupted or token.cancelled:
-            yield RunFinished(run_id, "".join(parts), STOP_CANCELLED)
-            return
-        if result.get("failed"):
-            yield RunFailed(run_id, str(result.get("error") or result.get("final_response") or "hermes reported a failure"))
-            return
-        final = result.get("final_response")
-        if not parts and isinstance(final, str) and final:
-            parts.append(final)  # the model did not stream
-            yield TextDelta(final)
-        reason = str(result.get("turn_exit_reason") or "")
-        stop = STOP_MAX_TURNS if reason == "budget_exhausted" or "max_iterations" in reason else "end_turn"
-        yield RunFinished(run_id, "".join(parts), stop)
+        yield from _ending(run_id, outcome, parts, meter.step(), self._interrupted or token.cancelled)
 
     def _map(self, item: tuple, parts: list[str], open_tools: dict[str, str]) -> Iterator[Event]:
         kind = item[0]
@@ -274,6 +285,28 @@ class HermesAgent:
                 yield ToolFinished(call_id, name, _result_value(result), is_error)
         elif kind == "flush":
             item[1].set()  # every event before it has been handed to the kernel
+
+
+def _ending(run_id: str, outcome: dict[str, Any], parts: list[str], usage: Any, cancelled: bool) -> Iterator[Event]:
+    """The terminal event (with the usage not reported yet), after hermes returned."""
+    error = outcome.get("error")
+    result = outcome.get("result") or {}
+    if error is not None:
+        yield RunFailed(run_id, f"hermes failed: {type(error).__name__}: {error}", usage)
+        return
+    if result.get("interrupted") or cancelled:
+        yield RunFinished(run_id, "".join(parts), STOP_CANCELLED, usage)
+        return
+    if result.get("failed"):
+        yield RunFailed(run_id, str(result.get("error") or result.get("final_response") or "hermes reported a failure"), usage)
+        return
+    final = result.get("final_response")
+    if not parts and isinstance(final, str) and final:
+        parts.append(final)  # the model did not stream
+        yield TextDelta(final)
+    reason = str(result.get("turn_exit_reason") or "")
+    stop = STOP_MAX_TURNS if reason == "budget_exhausted" or "max_iterations" in reason else "end_turn"
+    yield RunFinished(run_id, "".join(parts), stop, usage)
 
 
 def _prepare_thread(callback: Any, session: str, gate: Any, machine_tools: frozenset[str]) -> None:

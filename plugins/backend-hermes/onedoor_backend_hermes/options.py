@@ -52,6 +52,12 @@ class HermesOptions:
     context_length: int = field(default=128_000, metadata={"help": "the model's context window (saves probing)"})
     system_prompt: str = field(default="", metadata={"help": "extra system prompt for every run"})
     preflight: bool = field(default=False, metadata={"help": "at start-up, check base_url answers GET /models"})
+    vision: bool | Literal["auto"] = field(default="auto", metadata={
+        "help": "does the model read images: true (images go to it as they are), false (images are refused), or "
+                "auto (hermes decides from its config and models.dev, and describes images to a model without vision)"})
+    models: list[str] = field(default_factory=list, metadata={
+        "help": "other models a client may switch to (e.g. ACP's model picker), comma-separated: a model name on the "
+                "same endpoint or provider, or provider:model for another hermes provider"})
     # Filled in by validation: the tools of the chosen toolsets that act on this machine.
     machine_tools: frozenset[str] = field(default=frozenset(), init=False, repr=False)
 
@@ -76,6 +82,8 @@ class HermesOptions:
             if env and not self.api_key and not os.environ.get(env):
                 raise ValueError(f"missing key for provider {self.provider!r}: set {env} or pass -o api_key=…")
         self.allow_machine_tools = machine_tools_mode(self.allow_machine_tools)
+        self.vision = vision_mode(self.vision)
+        self.models = list(dict.fromkeys(m.strip() for m in self.models if m.strip() and m.strip() != self.model))
         self.toolsets = [t.strip() for t in self.toolsets if t.strip()]
         self.home = str(Path(self.home).expanduser().resolve() if self.home else default_home())
         touching, self.machine_tools = _machine_reach(self.toolsets, self.home)
@@ -84,6 +92,11 @@ class HermesOptions:
                 f"toolset(s) {', '.join(touching)} act on this machine; add -o allow_machine_tools=true to allow "
                 "them, or -o allow_machine_tools=ask to ask a person before each call"
             )
+        if self.models:
+            from .models import resolve
+
+            for choice in self.models:
+                resolve(self, choice)
         if self.preflight and self.base_url:
             _check_reachable(self.base_url, self.api_key)
 
@@ -100,6 +113,20 @@ def machine_tools_mode(value: Any) -> bool | Literal["ask"]:
     if text in ("0", "false", "no", "off", ""):
         return False
     raise ValueError(f"allow_machine_tools must be true, false or ask, got {value!r}")
+
+
+def vision_mode(value: Any) -> bool | Literal["auto"]:
+    """``vision`` as True, False or "auto" (text as in flags and files too)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("auto", ""):
+        return "auto"
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"vision must be true, false or auto, got {value!r}")
 
 
 def _machine_reach(names: list[str], home: str) -> tuple[list[str], frozenset[str]]:

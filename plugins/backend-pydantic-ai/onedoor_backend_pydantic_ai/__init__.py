@@ -1,7 +1,12 @@
 """onedoor backend for pydantic-ai: any pydantic-ai Agent, or one built from a model string.
 
 The entry point ``pydantic-ai`` names :func:`pydantic_ai_backend`. This module imports
-neither pydantic_ai nor openai: they load when the first run starts.
+neither pydantic_ai nor openai: they load when the first run starts (or when ``accepts``
+reads the model's profile at start-up).
+
+The factory's attributes: ``Options``, ``capabilities``, ``accepts(options)`` (the content
+kinds besides text the model is given), ``models(options)`` and ``with_model(options,
+model_id)`` (the models a client may switch between: :mod:`.models`).
 """
 
 from __future__ import annotations
@@ -24,3 +29,26 @@ def pydantic_ai_backend(options: PydanticAIOptions | None = None) -> Any:
 
 pydantic_ai_backend.Options = PydanticAIOptions  # type: ignore[attr-defined]
 pydantic_ai_backend.capabilities = frozenset({"tools", "client_tools", "approvals", "questions"})  # type: ignore[attr-defined]
+
+
+def _accepts(options: PydanticAIOptions | None) -> frozenset[str]:
+    from .models import accepted_kinds
+
+    return accepted_kinds(options)
+
+
+def _models(options: PydanticAIOptions) -> list[dict[str, str]]:
+    from .models import list_models
+
+    return list_models(options)
+
+
+def _with_model(options: PydanticAIOptions, model_id: str) -> PydanticAIOptions:
+    from .models import with_model
+
+    return with_model(options, model_id)
+
+
+pydantic_ai_backend.accepts = _accepts  # type: ignore[attr-defined]
+pydantic_ai_backend.models = _models  # type: ignore[attr-defined]
+pydantic_ai_backend.with_model = _with_model  # type: ignore[attr-defined]

@@ -67,7 +67,9 @@ def answer_from(question: Question, message: Any) -> Answer:
     """The kernel answer the A2A ``message`` gives ``question``; ValueError if it gives none."""
     from a2a.helpers import get_data_parts, get_message_text
 
-    for data in get_data_parts(list(message.parts)):
+    from .content import is_state
+
+    for data in get_data_parts([part for part in message.parts if not is_state(part)]):
         if isinstance(data, dict) and isinstance(data.get("outcome"), str):
             value = data.get("value")
             return Answer(question.id, data["outcome"], _integers(value, question.schema) if value is not None else None)

@@ -13,6 +13,9 @@ principal (threads, parked runs).
 A new task's run starts before the SDK makes the task (:mod:`.admission`): a kernel
 refusal is an A2A error on JSON-RPC and the HTTP transport's refusal on the HTTP+JSON
 binding (:mod:`.refusals`), and no task is made.
+
+In front of the routes: every request is told to the request observers (:mod:`.observed`),
+and a 0.3 file part whose bytes are not base64 is answered -32602 (:mod:`.v03`).
 """
 
 from __future__ import annotations
@@ -148,6 +151,7 @@ def build_app(
     from starlette.routing import Route
 
     from . import quiet_logs
+    from .observed import ObservedRequests
 
     quiet_logs.install()
     handler = request_handler(ctx, options, door_name=door_name, executors=executors)
@@ -158,7 +162,12 @@ def build_app(
     if options.rest:
         routes += create_rest_routes(handler, context_builder=builder, path_prefix="/rest")
     app = Starlette(routes=routes, exception_handlers={404: _http_error, 405: _http_error})
-    return RestRefusals(app), card
+    served: Any = RestRefusals(app)
+    if options.v03_compat:
+        from .v03 import V03Files
+
+        served = V03Files(served)
+    return ObservedRequests(served, ctx.kernel, door=door_name, transport=ctx.transport_name), card
 
 
 async def _http_error(request: Any, exc: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import A2aOptions, __version__
+from .content import modes
 
 if TYPE_CHECKING:
     from a2a.types import AgentCard
@@ -33,6 +34,7 @@ def agent_card(ctx: ServeContext, options: A2aOptions, origin: str) -> AgentCard
     )
 
     backend = ctx.kernel.backend
+    takes = modes(ctx.kernel)  # what the door takes, and sends (content.py)
     base = origin.rstrip("/") + options.prefix
     interfaces = [AgentInterface(url=base + "/", protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION)]
     if options.rest:
@@ -41,7 +43,7 @@ def agent_card(ctx: ServeContext, options: A2aOptions, origin: str) -> AgentCard
     skill = AgentSkill(
         id="chat",
         name="chat",
-        description=f"Answers a message in text, streaming as it writes; backend {backend.name!r}"
+        description=f"Answers a message, streaming as it writes; backend {backend.name!r}"
         + (f" ({', '.join(capabilities)})" if capabilities else ""),
         tags=["chat", backend.name, *capabilities],
         examples=["What can you do?"],
@@ -52,8 +54,8 @@ def agent_card(ctx: ServeContext, options: A2aOptions, origin: str) -> AgentCard
         version=__version__,
         supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
-        default_input_modes=["text/plain", "application/json"],
-        default_output_modes=["text/plain"],
+        default_input_modes=takes,
+        default_output_modes=takes,
         skills=[skill],
     )
     if ctx.endpoint is not None and ctx.endpoint.token_required:

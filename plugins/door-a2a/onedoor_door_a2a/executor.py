@@ -8,15 +8,23 @@ What the run emits becomes task events:
 =====================  =============================================================
 kernel event           A2A event
 =====================  =============================================================
-TextDelta              artifact update of the ``reply`` artifact (``append`` after the first);
-                       before the task asks or ends, one update with the whole text
+TextDelta, ReplyPart   artifact update of the ``reply`` artifact (``append`` after the first);
+                       before the task asks or ends, one update with the whole reply
                        (``append: false``, ``lastChunk`` at the end; see links.py)
 ReasoningDelta         status update ``working``, agent message, metadata kind ``reasoning``
-ToolStarted/Finished   status update ``working``, text + data part, kind ``tool_started``/``tool_finished``
+ToolStarted/Finished   status update ``working``, text + data part, kind ``tool_started``/``tool_finished``;
+                       a result's parts (files, data) also as the artifact ``tool-<call id>``
+StateSnapshot/Delta    the ``state`` artifact: the whole state as one data part (replaced)
 QuestionAsked          (held) then status ``input-required`` with the question (see answers.py)
 RunFinished            status ``completed``; ``canceled`` for a cancelled run
 RunFailed              status ``failed`` with the error as the status message
 =====================  =============================================================
+
+The final status update's metadata (merged into the task's by the SDK) holds the run's
+``usage``, per model (the kernel's ``ModelUsage`` JSON), and, for a run with a state kept
+with its thread, the thread's ``state_version`` after the run. A new task's message is
+turned into the run's input by :mod:`.content` (parts, and a state part); the W3C trace
+context of the request's headers (or the message's metadata) goes to ``kernel.run(meta=)``.
 
 ``CancelTask`` cancels the run (``kernel.cancel_run``: the backend is told and stops); a
 client that only goes away does not (A2A tasks outlive their streams; ``SubscribeToTask``
@@ -32,7 +40,7 @@ import asyncio
 import logging
 from typing import Any
 
-from a2a.helpers import get_message_text, new_data_part, new_task_from_user_message, new_text_part
+from a2a.helpers import new_data_part, new_task_from_user_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
@@ -45,19 +53,26 @@ from onedoor import (
     QuestionAsked,
     QuestionError,
     ReasoningDelta,
+    ReplyPart,
     RunFailed,
     RunFinished,
     RunRefused,
+    StateDelta,
+    StateSnapshot,
     SuspendAsker,
     TextDelta,
     ThreadError,
     ToolFinished,
     ToolStarted,
+    trace_meta,
 )
 from onedoor.principals import LOCAL
+from onedoor.state import apply_patch
+from onedoor.usage import usage_to_json
 
 from . import parked
 from .answers import answer_from, question_parts
+from .content import message_content, metadata_of, modes, sent_modes
 from .links import ARTIFACT_ID, TaskLink
 
 log = logging.getLogger("onedoor.door.a2a")
@@ -70,6 +85,15 @@ def principal_of(context: RequestContext) -> str:
     user = context.call_context.user if context.call_context is not None else None
     name = getattr(user, "user_name", "") if user is not None else ""
     return name if isinstance(name, str) and name else LOCAL
+
+
+def trace_of(context: RequestContext) -> dict[str, str]:
+    """The W3C trace context of the request: its headers, else the message's metadata."""
+    state = context.call_context.state if context.call_context is not None else {}
+    found = trace_meta(state.get("headers") if isinstance(state, dict) else None)
+    if context.message is not None:
+        found = {**trace_meta(metadata_of(context.message)), **found}
+    return found
 
 
 class KernelExecutor(AgentExecutor):
@@ -92,14 +116,17 @@ class KernelExecutor(AgentExecutor):
         """Start the run of the new task ``request`` names (RunRefused or ThreadError if
         the kernel refuses it)."""
         principal = principal_of(request)
-        text = get_message_text(request.message) if request.message is not None else ""
+        assert request.message is not None  # the handler checks messages (app.CheckedRequestHandler)
+        content = message_content(request.message, self.kernel)
+        self.kernel.check_content(content.message)
         thread = None
         desk = self.kernel.threads
         if desk.kept:
             thread, _ = await desk.open(principal, request.context_id or "", create=True)
-            desk.check_room(thread, text)
-        run = self.kernel.run(text, thread=thread, door=self.door, asker=self.asker, principal=principal,
-                              run_id=request.task_id)
+            desk.check_room(thread, content.text)
+        run = self.kernel.run(content.message, thread=thread, door=self.door, asker=self.asker, principal=principal,
+                              run_id=request.task_id, state=content.state, state_version=content.state_version,
+                              meta=trace_of(request))
         self.admitted[run.run_id] = run
 
     async def release(self, task_id: str) -> None:
@@ -138,7 +165,8 @@ class KernelExecutor(AgentExecutor):
         if run is None and current is None:  # not admitted before (a handler without the door's builder)
             run = await self._admit_late(context, updater)
         if run is not None:
-            link = TaskLink(updater, principal, context.context_id if self.kernel.threads.kept else None)
+            link = TaskLink(updater, principal, context.context_id if self.kernel.threads.kept else None,
+                            self._sends(context))
             self.links[task_id] = link
         elif current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
             link, run = await self._answer(context, updater, principal)
@@ -147,15 +175,29 @@ class KernelExecutor(AgentExecutor):
         await self._pump(run, task_id, link)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """Stop the task's run for real (running or waiting for an answer), then say canceled."""
+        """Stop the task's run for real (running or waiting for an answer), then say canceled:
+        the run's own ending (with its usage) when its response ends within the cancel grace."""
         task_id = context.task_id or ""
         principal = principal_of(context)
         link = self.links.get(task_id)
+        running = self.kernel.find_run(task_id, principal=principal)
         await self.kernel.cancel_run(task_id, principal=principal)
+        if running is not None and link is not None and link.watcher is None:
+            try:  # the event pump sees the cancelled ending and ends the task with it
+                await asyncio.wait_for(running.ended.wait(), self.kernel.limits.cancel_grace + 1.0)
+            except TimeoutError:
+                pass
         if link is None:
             link = TaskLink(TaskUpdater(event_queue, task_id, context.context_id or ""), principal, None)
-        if await link.end(CANCELED, "the task was cancelled"):
+        outcome = running.outcome if running is not None else None
+        if await link.end(CANCELED, "the task was cancelled", usage_metadata(outcome) if outcome else None):
             self._drop(task_id, link)
+
+    def _sends(self, context: RequestContext) -> list[str]:
+        """What the task's parts may be: the card's output modes, within the client's."""
+        configuration = context.configuration
+        accepted = list(configuration.accepted_output_modes) if configuration is not None else []
+        return sent_modes(modes(self.kernel), accepted)
 
     # -- starting and continuing runs ----------------------------------------------------
     async def _admit_late(self, context: RequestContext, updater: TaskUpdater) -> Any:
@@ -206,19 +248,18 @@ class KernelExecutor(AgentExecutor):
                     kind = type(event)
                     if kind is TextDelta:
                         await link.delta(event.text)
+                    elif kind is ReplyPart:
+                        await link.part(event.part)
+                    elif kind is StateSnapshot or kind is StateDelta:
+                        await link.state_now(_state_after(link.state, event, run))
                     elif kind is RunFinished:
-                        if event.stop_reason == STOP_SUSPENDED and asked is not None:
-                            await self._park(task_id, link, asked)
-                        elif event.stop_reason == STOP_CANCELLED:
-                            await link.end(CANCELED, "the run was cancelled")
-                        else:
-                            await link.end(TaskState.TASK_STATE_COMPLETED)
+                        await self._finished(task_id, link, run, event, asked)
                     elif kind is RunFailed:
-                        await link.end(TaskState.TASK_STATE_FAILED, event.error)
+                        await link.end(TaskState.TASK_STATE_FAILED, event.error, self._final_metadata(run, link, event))
                     elif kind is QuestionAsked:
                         asked = event.question
                     elif not link.closed:
-                        await self._progress(link.updater, event)
+                        await self._progress(link, event)
         except asyncio.CancelledError:
             run.cancel()  # CancelTask (or shutdown): the backend is told; leaving `async with` waits for it
             raise
@@ -226,7 +267,28 @@ class KernelExecutor(AgentExecutor):
             if link.watcher is None:
                 self._drop(task_id, link)
 
-    async def _park(self, task_id: str, link: TaskLink, asked: Question) -> None:
+    async def _finished(self, task_id: str, link: TaskLink, run: Any, event: RunFinished, asked: Question | None) -> None:
+        if event.stop_reason == STOP_SUSPENDED and asked is not None:
+            await self._park(task_id, link, asked, usage_metadata(event))
+            return
+        metadata = self._final_metadata(run, link, event)
+        stored = run.thread
+        if stored is not None and link.state is not None and stored.state != link.state:
+            await link.state_now(stored.state)  # as kept with the thread (rebased on a change made meanwhile)
+        if event.stop_reason == STOP_CANCELLED:
+            await link.end(CANCELED, "the run was cancelled", metadata)
+        else:
+            await link.end(TaskState.TASK_STATE_COMPLETED, metadata=metadata)
+
+    def _final_metadata(self, run: Any, link: TaskLink, event: RunFinished | RunFailed) -> dict[str, Any]:
+        """The final status's metadata: the run's usage, and its thread's state version."""
+        metadata = usage_metadata(event)
+        stored = run.thread
+        if stored is not None and link.state is not None:
+            metadata["state_version"] = stored.state_version
+        return metadata
+
+    async def _park(self, task_id: str, link: TaskLink, asked: Question, metadata: dict[str, Any]) -> None:
         """The run waits in the kernel for the answer: the task is input-required, and a
         watcher ends it if the run ends first."""
         open_now = self.kernel.open_questions(task_id, principal=link.principal)
@@ -239,10 +301,11 @@ class KernelExecutor(AgentExecutor):
             parked.watch(self.kernel, task_id, link, ttl, lambda: self._drop(task_id, link)),
             name=f"onedoor-a2a-parked-{task_id}",
         )
-        await link.ask(question_parts(asked))
+        await link.ask(question_parts(asked), metadata)
 
-    async def _progress(self, updater: TaskUpdater, event: Any) -> None:
-        """Reasoning, tool calls and answers: ``working`` status updates a client can show."""
+    async def _progress(self, link: TaskLink, event: Any) -> None:
+        """Reasoning, tool calls and answers: ``working`` status updates a client can show
+        (and a tool result's parts as an artifact)."""
         kind = type(event)
         if kind is ReasoningDelta:
             parts = [new_text_part(event.text)]
@@ -256,11 +319,13 @@ class KernelExecutor(AgentExecutor):
                      new_data_part({"call_id": event.call_id, "name": event.name, "result": event.result,
                                     "is_error": event.is_error})]
             meta = {"onedoor": "tool_finished"}
+            await link.tool_result(event.call_id, event.name, event.parts)
         elif kind is QuestionAnswered:
             parts = [new_data_part({"answer": event.answer.to_dict()})]
             meta = {"onedoor": "question_answered"}
         else:
             return  # RunStarted
+        updater = link.updater
         await updater.update_status(TaskState.TASK_STATE_WORKING, updater.new_agent_message(parts, metadata=meta))
 
     def _drop(self, task_id: str, link: TaskLink) -> None:
@@ -268,4 +333,20 @@ class KernelExecutor(AgentExecutor):
             del self.links[task_id]
 
 
-__all__ = ["ARTIFACT_ID", "KernelExecutor", "principal_of"]
+def _state_after(state: Any, event: StateSnapshot | StateDelta, run: Any) -> Any:
+    """The state once ``event`` is applied to ``state`` (the kernel applied it already: it
+    applies; the run's current state if it does not, e.g. a response joined mid-way)."""
+    if isinstance(event, StateSnapshot):
+        return event.state
+    try:
+        return apply_patch(state if state is not None else {}, list(event.ops))
+    except ValueError:
+        return run.state
+
+
+def usage_metadata(event: RunFinished | RunFailed) -> dict[str, Any]:
+    """``{"usage": [...]}``: the run's usage per model (the kernel's JSON), when it has any."""
+    return {"usage": usage_to_json(event.usage)} if event.usage else {}
+
+
+__all__ = ["ARTIFACT_ID", "KernelExecutor", "principal_of", "trace_of", "usage_metadata"]

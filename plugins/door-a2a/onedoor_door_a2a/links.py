@@ -4,14 +4,21 @@ The kernel knows the run (running, parked, its questions); it cannot know where 
 task's A2A events go nor what of them went out. A link holds that, and is dropped when
 the task's final status is out:
 
-- the task's ``TaskUpdater`` (the SDK's event queue of the task);
-- the reply so far: text deltas go out as ``reply`` artifact updates with
-  ``append: true`` after the first, and before the task asks or ends one last update
-  with ``append: false`` (a replacement, as the protocol and both SDKs' task stores apply
-  it) carries the whole text, so the stored task holds the reply as one text part
-  (``lastChunk: true`` once the run has ended);
+- the task's ``TaskUpdater`` (the SDK's event queue of the task), and the media types its
+  parts may be (the card's output modes within the client's ``acceptedOutputModes``);
+- the reply so far: text deltas and reply parts (files, data) go out as ``reply``
+  artifact updates with ``append: true`` after the first, and before the task asks or
+  ends one last update with ``append: false`` (a replacement, as the protocol and both
+  SDKs' task stores apply it) carries the whole reply, its text as one text part between
+  the other parts, so the stored task holds it so (``lastChunk: true`` once the run has
+  ended);
+- a tool result that is more than text: a ``tool-<call id>`` artifact with its parts;
+- the shared state: the ``state`` artifact, one data part (metadata ``onedoor: state``)
+  holding the whole state, replaced whenever the run changes it;
 - whether the task's final status went out (``CancelTask`` and the run's own ending
-  race, and an event after the final status is refused);
+  race, and an event after the final status is refused); the final status update's
+  metadata carries the run's ``usage`` (per model), and the thread's ``state_version``,
+  which the SDK merges into the task's metadata;
 - for an input-required task: its question, when it expires, and the watcher that ends
   the task if the run ends without an answer (:mod:`.parked`).
 """
@@ -19,22 +26,27 @@ the task's final status is out:
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Sequence
 
-from a2a.helpers import new_text_part
+from a2a.helpers import new_data_part, new_text_part
 from a2a.types import TaskState
-from onedoor import Question
+from onedoor import Part, Question
+
+from .content import STATE, TEXT_MODES, part_out
 
 ARTIFACT_ID = "reply"
+STATE_ARTIFACT = "state"
 
 
 class TaskLink:
-    def __init__(self, updater: Any, principal: str, thread_id: str | None) -> None:
+    def __init__(self, updater: Any, principal: str, thread_id: str | None, sends: Sequence[str] = TEXT_MODES) -> None:
         self.updater = updater
         self.principal = principal
         self.thread_id = thread_id  # the onedoor thread the task's context names, if the server keeps threads
-        self.text: list[str] = []  # the reply so far (every response of the run)
-        self.fresh = 0  # deltas sent since the last whole-text update
+        self.sends = list(sends)  # media types (and patterns) the task's parts may be
+        self.reply: list[Any] = []  # the reply so far (every response of the run): text pieces and A2A parts
+        self.fresh = 0  # pieces sent since the last whole-reply update
+        self.state: Any = None  # the state as last sent (None: none sent)
         self.closed = False  # the task's final status is out (or going out)
         self.question: Question | None = None  # while the task is input-required
         self.expires_at: float | None = None
@@ -44,43 +56,73 @@ class TaskLink:
     async def delta(self, text: str) -> None:
         if self.closed or not text:
             return
-        await self.updater.add_artifact([new_text_part(text)], artifact_id=ARTIFACT_ID, name="reply",
-                                        append=bool(self.text))
-        self.text.append(text)
+        await self._add([new_text_part(text)], text)
+
+    async def part(self, part: Part) -> None:
+        """A part of the reply that is not text, in its place in the reply."""
+        if self.closed:
+            return
+        out = part_out(part, self.sends)
+        await self._add([out], out.text if out.WhichOneof("content") == "text" else out)
+
+    async def _add(self, parts: list[Any], kept: Any) -> None:
+        await self.updater.add_artifact(parts, artifact_id=ARTIFACT_ID, name="reply", append=bool(self.reply))
+        self.reply.append(kept)
         self.fresh += 1
 
-    async def whole_text(self, *, last: bool) -> None:
-        """Replace the artifact's parts with the reply as one part (if there is a reply and
-        anything changed, or it is the last word on it)."""
-        if not self.text or not (self.fresh or last):
+    async def whole_reply(self, *, last: bool) -> None:
+        """Replace the artifact's parts with the reply, its text runs as one part each (if
+        there is a reply and anything changed, or it is the last word on it)."""
+        if not self.reply or not (self.fresh or last):
             return
-        whole = "".join(self.text)
-        self.text = [whole]
+        merged: list[Any] = []
+        for piece in self.reply:
+            if isinstance(piece, str) and merged and isinstance(merged[-1], str):
+                merged[-1] += piece
+            else:
+                merged.append(piece)
+        self.reply = merged
         self.fresh = 0
-        await self.updater.add_artifact([new_text_part(whole)], artifact_id=ARTIFACT_ID, name="reply",
-                                        append=False, last_chunk=last)
+        parts = [new_text_part(piece) if isinstance(piece, str) else piece for piece in merged]
+        await self.updater.add_artifact(parts, artifact_id=ARTIFACT_ID, name="reply", append=False, last_chunk=last)
 
-    async def ask(self, parts: list[Any]) -> None:
+    async def tool_result(self, call_id: str, name: str, parts: Sequence[Part]) -> None:
+        """A tool result's parts (an image a tool made): an artifact of their own."""
+        if self.closed or not parts:
+            return
+        await self.updater.add_artifact(
+            [part_out(p, self.sends) for p in parts], artifact_id=f"tool-{call_id}", name=name,
+            metadata={"onedoor": "tool_result", "call_id": call_id, "name": name}, append=False, last_chunk=True,
+        )
+
+    async def state_now(self, state: Any) -> None:
+        """The run's shared state changed (or is shown at its start): the ``state`` artifact."""
+        if self.closed or state is None or state == self.state:
+            return
+        part = new_data_part(state)
+        part.metadata.update({"onedoor": STATE})
+        await self.updater.add_artifact([part], artifact_id=STATE_ARTIFACT, name="state",
+                                        metadata={"onedoor": STATE}, append=False)
+        self.state = state
+
+    async def ask(self, parts: list[Any], metadata: dict[str, Any] | None = None) -> None:
         """The task is input-required, the status message says what to answer."""
         if self.closed:
             return
-        await self.whole_text(last=False)
-        await self.updater.requires_input(self.updater.new_agent_message(parts))
+        await self.whole_reply(last=False)
+        await self.updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED, self.updater.new_agent_message(parts),
+                                         metadata=metadata or None)
 
-    async def end(self, state: int, note: str = "") -> bool:
-        """The task's final status (once: False if it went out already), the reply first."""
+    async def end(self, state: int, note: str = "", metadata: dict[str, Any] | None = None) -> bool:
+        """The task's final status (once: False if it went out already), the reply first;
+        ``metadata`` (usage, the state's version) goes with it."""
         if self.closed:
             return False
         self.closed = True
         self.stop_watching()
-        await self.whole_text(last=True)
+        await self.whole_reply(last=True)
         message = self.updater.new_agent_message([new_text_part(note)]) if note else None
-        if state == TaskState.TASK_STATE_COMPLETED:
-            await self.updater.complete(message)
-        elif state == TaskState.TASK_STATE_CANCELED:
-            await self.updater.cancel(message)
-        else:
-            await self.updater.failed(message)
+        await self.updater.update_status(state, message, metadata=metadata or None)
         return True
 
     def stop_watching(self) -> None:
@@ -91,4 +133,4 @@ class TaskLink:
         self.expires_at = None
 
 
-__all__ = ["ARTIFACT_ID", "TaskLink"]
+__all__ = ["ARTIFACT_ID", "STATE_ARTIFACT", "TaskLink"]

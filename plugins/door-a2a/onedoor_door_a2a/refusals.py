@@ -13,8 +13,13 @@ the same status and code REST and AG-UI answer for the same condition.
   transport's refusal instead: the table's status, ``{"error": code, "detail": ...}``
   and its headers (``Retry-After``).
 
-The admission notes the refusal where :class:`RestRefusals` finds it (a list in the
-ASGI scope, passed on in the SDK's call-context state by ``app.PrincipalContextBuilder``).
+A part of a type the agent does not take (``unsupported_content``, 415 on the other
+doors) has an error of A2A's own, and gets it on both bindings: ``ContentTypeNotSupportedError``
+(-32005; on HTTP+JSON the SDK's 400 with reason ``CONTENT_TYPE_NOT_SUPPORTED``), with the
+same data, so the SDK clients raise their ``ContentTypeNotSupportedError``.
+
+The admission notes the other refusals where :class:`RestRefusals` finds them (a list in
+the ASGI scope, passed on in the SDK's call-context state by ``app.PrincipalContextBuilder``).
 """
 
 from __future__ import annotations
@@ -24,20 +29,28 @@ from typing import Any, MutableMapping
 from onedoor_transport_http.errors import Refusal, refusal, send_error
 
 NOTED = "onedoor.a2a.refusals"  # scope key and call-context state key: the refusals of this request
+UNSUPPORTED = "unsupported_content"  # the table's code for a part the agent does not take
 REST_PATH = "/rest/"  # the HTTP+JSON binding, under the door's prefix
 
 
 def a2a_error(exc: Exception) -> tuple[Exception, Refusal]:
     """The A2A error for a kernel refusal (RunRefused, ThreadError), and the refusal itself."""
-    from a2a.utils.errors import InternalError, InvalidParamsError, UnsupportedOperationError
+    from a2a.utils.errors import (
+        ContentTypeNotSupportedError,
+        InternalError,
+        InvalidParamsError,
+        UnsupportedOperationError,
+    )
 
     answer = refusal(exc)
     data = {"error": answer.code, "detail": answer.detail, "status": str(answer.status)}
     retry_after = answer.header_dict.get("retry-after")
     if retry_after:
         data["retry_after"] = retry_after
-    if answer.status == 501:
-        kind: Any = UnsupportedOperationError
+    if answer.code == UNSUPPORTED:
+        kind: Any = ContentTypeNotSupportedError
+    elif answer.status == 501:
+        kind = UnsupportedOperationError
     elif answer.status >= 500 or answer.status == 429:
         kind = InternalError
     else:
@@ -46,7 +59,10 @@ def a2a_error(exc: Exception) -> tuple[Exception, Refusal]:
 
 
 def note(call_context: Any, answer: Refusal) -> None:
-    """Keep ``answer`` where :class:`RestRefusals` looks (only HTTP+JSON requests have a place)."""
+    """Keep ``answer`` where :class:`RestRefusals` looks (only HTTP+JSON requests have a
+    place; a content-type refusal keeps the A2A error there too)."""
+    if answer.code == UNSUPPORTED:
+        return
     state = getattr(call_context, "state", None)
     noted = state.get(NOTED) if state is not None else None
     if isinstance(noted, list):
@@ -87,12 +103,15 @@ class RestRefusals:
         await self.app(scope, receive, answer)
 
 
-def _is_rest(scope: MutableMapping[str, Any]) -> bool:
+def door_path(scope: MutableMapping[str, Any]) -> str:
+    """The request's path under the door's prefix."""
     path = scope.get("path", "")
     root = scope.get("root_path", "")
-    if root and path.startswith(root):
-        path = path[len(root):]
-    return path.startswith(REST_PATH)
+    return path[len(root):] if root and path.startswith(root) else path
 
 
-__all__ = ["NOTED", "RestRefusals", "a2a_error", "is_refusal_data", "note"]
+def _is_rest(scope: MutableMapping[str, Any]) -> bool:
+    return door_path(scope).startswith(REST_PATH)
+
+
+__all__ = ["NOTED", "RestRefusals", "a2a_error", "door_path", "is_refusal_data", "note"]

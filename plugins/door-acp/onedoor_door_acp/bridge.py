@@ -40,6 +40,8 @@ from onedoor.wire import jsonrpc
 log = logging.getLogger("onedoor.door.acp")
 
 REQUEST_ID: contextvars.ContextVar[Any] = contextvars.ContextVar("onedoor_acp_request_id", default=None)
+# the W3C trace context of the message being handled (its params' ``_meta``), for kernel.run
+REQUEST_META: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("onedoor_acp_request_meta", default=None)
 
 
 def parse(text: str) -> jsonrpc.Incoming:
@@ -155,8 +157,12 @@ def _fix_error(response: dict[str, Any], refused: Callable[[str], None]) -> None
     response["error"] = jsonrpc.error_object(jsonrpc.INTERNAL_ERROR, "the client answered with a malformed error")
 
 
-def guarded(router: Callable[[str, Any, bool], Awaitable[Any]]) -> Callable[[str, Any, bool], Awaitable[Any]]:
-    """The ``acp`` router, with whatever it raises on odd input answered in one logged line.
+def guarded(
+    router: Callable[[str, Any, bool], Awaitable[Any]], hooks: Any = None, transport: str = "",
+) -> Callable[[str, Any, bool], Awaitable[Any]]:
+    """The ``acp`` router, with whatever it raises on odd input answered in one logged line,
+    each message served inside :func:`onedoor.observe.observed_request` (door ``acp``, the
+    message's method, the trace context of its ``_meta``; also in :data:`REQUEST_META`).
 
     ``acp``'s connection answers ``RequestError`` and a pydantic ``ValidationError``
     (-32602) itself, but logs anything else with a traceback, and a failing notification
@@ -164,9 +170,16 @@ def guarded(router: Callable[[str, Any, bool], Awaitable[Any]]) -> Callable[[str
     line and dropped, and an unexpected failure becomes -32603 (traceback at DEBUG only).
     """
     from acp import RequestError
+    from onedoor.observe import observed_request, trace_meta
     from pydantic import ValidationError
 
     async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        meta = trace_meta(params.get("_meta")) if isinstance(params, dict) else {}
+        REQUEST_META.set(meta)  # each message is handled in a task of its own
+        async with observed_request(hooks, door="acp", transport=transport, method=method, meta=meta):
+            return await _handle(method, params, is_notification)
+
+    async def _handle(method: str, params: Any, is_notification: bool) -> Any:
         try:
             return await router(method, params, is_notification)
         except RequestError:
@@ -177,7 +190,7 @@ def guarded(router: Callable[[str, Any, bool], Awaitable[Any]]) -> Callable[[str
             if is_notification:
                 log.warning("acp: dropped notification %s: %s", method, _one_line(exc))
                 return None
-            raise
+            raise _invalid_params(method, exc) from None
         except Exception as exc:
             log.warning("acp: %s failed: %s", method, _one_line(exc), exc_info=log.isEnabledFor(logging.DEBUG))
             if is_notification:
@@ -185,6 +198,19 @@ def guarded(router: Callable[[str, Any, bool], Awaitable[Any]]) -> Callable[[str
             raise RequestError.internal_error({"details": _one_line(exc)}) from None
 
     return handle
+
+
+def _invalid_params(method: str, exc: Any) -> Exception:
+    """-32602 naming the first thing wrong (the errors in ``data``, without the input they
+    quote: a client's megabytes are not sent back)."""
+    from acp import RequestError
+
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    first = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    detail = f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", ""))
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return RequestError(jsonrpc.INVALID_PARAMS, f"Invalid params: {method}: {detail[:300]}{more}", {"errors": errors[:20]})
 
 
 def _one_line(exc: BaseException) -> str:

@@ -34,7 +34,15 @@ class AcpOptions:
                           "or fail (the prompt ends with an error)"},
     )
 
+    context_window: int = field(
+        default=0,
+        metadata={"help": "the model's context window in tokens: after each turn the editor gets usage_update "
+                          "(how full it is, the session's cost); 0: unknown, no usage_update"},
+    )
+
     def __post_init__(self) -> None:
+        if self.context_window < 0:
+            raise ValueError("context_window must be 0 (unknown) or a number of tokens")
         if self.permissions not in ("ask", "allow"):
             raise ValueError("permissions must be 'ask' or 'allow'")
         check_policy(self.ask_fallback)

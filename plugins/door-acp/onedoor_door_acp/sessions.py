@@ -210,9 +210,9 @@ class SessionManager:
         """The run's arguments: the history so far."""
         return {"history": session.history}
 
-    async def begin_turn(self, session: Session, turn: Any, text: str) -> None:
-        """The run started: keep the prompt (even if the process dies mid-turn)."""
-        turn.base = session.history = session.history + [{"role": "user", "content": text}]
+    async def begin_turn(self, session: Session, turn: Any, prompt: dict[str, Any]) -> None:
+        """The run started: keep the prompt (a history message; even if the process dies mid-turn)."""
+        turn.base = session.history = session.history + [prompt]
         self.save(session)
 
     def checkpoint(self, session: Session, turn: Any) -> None:
@@ -220,7 +220,7 @@ class SessionManager:
         self.save(session)
 
     async def end_turn(self, session: Session, turn: Any, note: str) -> None:
-        session.history = turn.base + turn.recorder.finish(note)
+        session.history = turn.base + turn.recorder.finish(note, turn.usage)
         self.save(session)
 
     def close_files(self) -> None:

@@ -299,9 +299,11 @@ class ThreadSessions:
         turn.base_count = len(thread.messages)
         return {"thread": thread, "principal": PRINCIPAL}
 
-    async def begin_turn(self, session: Session, turn: Any, text: str) -> None:
-        """The run started: checkpoint the prompt, so a crash cannot lose it."""
-        turn.pending = {"pid": os.getpid(), "base_count": turn.base_count, "messages": [{"role": "user", "content": text}]}
+    async def begin_turn(self, session: Session, turn: Any, prompt: dict[str, Any]) -> None:
+        """The run started: checkpoint the prompt, so a crash cannot lose it. Its text only:
+        the kernel has kept the prompt, parts and all, in the thread as the run started."""
+        kept = {"role": "user", "content": prompt.get("content") or ""}
+        turn.pending = {"pid": os.getpid(), "base_count": turn.base_count, "messages": [kept]}
         self.table.set_pending(session.id, turn.pending)
 
     def checkpoint(self, session: Session, turn: Any) -> None:

@@ -17,8 +17,7 @@ from onedoor import (
     STOP_CANCELLED,
     STOP_MAX_TURNS,
     LiveAsker,
-    QuestionAnswered,
-    QuestionAsked,
+    OnedoorError,
     ReasoningDelta,
     RunFailed,
     RunFinished,
@@ -27,14 +26,19 @@ from onedoor import (
     ToolFinished,
     ToolStarted,
 )
+from onedoor.content import ContentLimits, parse_content
+from onedoor.events import ReplyPart
+from onedoor.messages import Message
 from onedoor.questions import APPROVAL, Answer, Question, closing_answer
 from onedoor.wire import jsonrpc
 
 from .approvals import REJECTED, TurnCancelled, ask_approval, ask_input
-from .bridge import REQUEST_ID
-from .errors import error, not_found, refused
+from .bridge import REQUEST_ID, REQUEST_META
+from .content import part_block, plain_text, prompt_parts
+from .errors import error, invalid, not_found, refused
 from .sessions import Session, UnknownSession
-from .translate import TurnRecorder, text_chunk, tool_end, tool_start, tool_status
+from .translate import TurnRecorder, part_chunk, text_chunk, tool_end, tool_start, tool_status
+from .usage import prompt_reply, session_cost, usage_update
 
 log = logging.getLogger("onedoor.door.acp")
 CHECKPOINT_SECONDS = 0.5  # a running turn's progress is saved this often (crash safety)
@@ -61,6 +65,7 @@ class Turn:
         self.base: list[dict[str, Any]] = []  # the door-kept history before the run (no thread store)
         self.base_count = 0  # the thread's length before the run (thread store)
         self.pending: dict[str, Any] = {}  # the turn's checkpoint (thread store)
+        self.usage: Any = ()  # the run's usage, once it has ended
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -146,17 +151,50 @@ async def _editor_tools(door: Any, session: Session, kernel: Any) -> list[Any]:
     return tools
 
 
-async def run_turn(door: Any, session: Session, text: str) -> Any:
-    """Run ``text`` as a turn of ``session`` on the connection ``door``; the prompt's reply."""
-    kernel = door.backends.kernel_for(session.backend)
+async def _message(turn: Turn, blocks: list[dict[str, Any]], kernel: Any) -> str | list[dict[str, Any]]:
+    """The run's message: the prompt's text, or its parts (``file://`` links read through
+    the editor, when it offers ``fs.readTextFile``, as requests of this turn: a cancel ends them)."""
+    text = plain_text(blocks)
+    if text is not None:
+        return text
+    door, session = turn.door, turn.session
+
+    async def read(params: dict[str, Any]) -> Any:
+        from acp import RequestError
+
+        try:
+            return await turn.request("fs/read_text_file", {"sessionId": session.id, **params})
+        except RequestError as exc:
+            raise invalid(f"the editor could not read {params['path']}: {exc}") from None
+
+    return await prompt_parts(blocks, read=read if door.can_read_files() else None,
+                              roots=[session.cwd, *session.additional_directories],
+                              max_bytes=kernel.limits.max_part_bytes)
+
+
+def user_message(message: str | list[dict[str, Any]], kernel: Any) -> dict[str, Any]:
+    """The prompt as a history message (its parts as the kernel checked them)."""
+    if isinstance(message, str):
+        return {"role": "user", "content": message}
+    text, parts = parse_content(message, ContentLimits.of(kernel.limits))
+    return Message("user", text, parts=parts).to_dict()
+
+
+async def run_turn(door: Any, session: Session, blocks: list[dict[str, Any]]) -> Any:
+    """Run the prompt ``blocks`` as a turn of ``session`` on the connection ``door``; the prompt's reply."""
     turn = Turn(door, session)
-    session.turn = turn  # from here a second prompt is refused and a cancel applies
+    session.turn = turn  # from here a second prompt (or a model switch) is refused and a cancel applies
     if REQUEST_ID.get() in door.cancelled_requests:
         turn.cancel()
     try:
+        kernel = await door.backends.kernel_of(session)  # its backend, on the model it picked
+        message = await _message(turn, blocks, kernel)
         tools = await _editor_tools(door, session, kernel)
         where = await door.sessions.prepare_turn(session, turn)  # the history, or the thread
-        run = kernel.run(text, **where, tools=tools, door="acp", asker=LiveAsker(turn.ask))
+        run = kernel.run(message, **where, tools=tools, door="acp", asker=LiveAsker(turn.ask), meta=REQUEST_META.get())
+    except TurnCancelled:  # cancelled while the editor was reading a file
+        turn.release()
+        return prompt_reply("cancelled", ())
     except UnknownSession as exc:  # its thread was deleted by another door
         turn.release()
         raise not_found(exc, session.id) from None
@@ -168,7 +206,7 @@ async def run_turn(door: Any, session: Session, text: str) -> Any:
         raise
     turn.run = run
     try:
-        await door.sessions.begin_turn(session, turn, text)  # the prompt is kept even if the process dies
+        await door.sessions.begin_turn(session, turn, user_message(message, kernel))  # kept even if the process dies
     except BaseException:
         await run.aclose()
         turn.release()
@@ -187,6 +225,7 @@ async def run_turn(door: Any, session: Session, text: str) -> Any:
         if turn.failure is not None:
             note = f"\n[the run failed: {turn.failure}]"
         session.turn = None
+        turn.usage = outcome.usage if outcome is not None else ()
         try:
             await door.sessions.end_turn(session, turn, note)
         except Exception:
@@ -194,16 +233,34 @@ async def run_turn(door: Any, session: Session, text: str) -> Any:
         turn.done.set()
     if turn.failure is not None:
         raise error(jsonrpc.INTERNAL_ERROR, f"the run failed: {turn.failure}", {"runId": run.run_id})
+    await _report_usage(door, session, turn.usage)
     if turn.cancelled.is_set() or outcome is None:
-        return {"stopReason": "cancelled"}
+        return prompt_reply("cancelled", turn.usage)
     if type(outcome) is RunFailed:
         raise error(jsonrpc.INTERNAL_ERROR, f"the backend failed: {outcome.error}", {"runId": outcome.run_id})
-    return {"stopReason": STOP_REASONS.get(outcome.stop_reason, "end_turn")}
+    return prompt_reply(STOP_REASONS.get(outcome.stop_reason, "end_turn"), turn.usage)
+
+
+async def _report_usage(door: Any, session: Session, usage: Any) -> None:
+    """``usage_update`` after a turn that reported usage, when the context window's size is known."""
+    size = door.options.context_window
+    if not usage or size <= 0:
+        return
+    cost = None
+    if any(u.cost is not None for u in usage):
+        try:
+            cost = session_cost(await door.sessions.history(session))
+        except (UnknownSession, OnedoorError):  # the thread went meanwhile: the update goes without the cost
+            cost = None
+    try:
+        await door.notify(session.id, usage_update(usage, size, cost))
+    except ConnectionError:
+        pass
 
 
 async def _checkpoints(door: Any, session: Session, turn: Turn) -> None:
     """Save the turn's progress while it runs, so a crash loses at most a moment of it."""
-    saved: tuple[int, ...] = (0, 0, 0, 0)  # the turn starts empty
+    saved = TurnRecorder().mark()  # the turn starts empty (it may have progressed before this task runs)
     while True:
         await asyncio.sleep(CHECKPOINT_SECONDS)
         mark = turn.recorder.mark()
@@ -240,14 +297,19 @@ async def _stream(turn: Turn, run: Any) -> Any:
                         turn.announced.add(event.call_id)
                         await turn.notify(tool_start(event.call_id, event.name, event.arguments))
                     await turn.notify(tool_status(event.call_id, "in_progress"))
+            elif kind is ReplyPart:
+                recorder.add(event)
+                await send("session/update", {"sessionId": sid, "update": part_chunk("agent_message_chunk", event.part)})
             elif kind is ToolFinished:
                 if event.call_id not in turn.rejected:
                     recorder.add(event)
-                    await turn.notify(tool_end(event.call_id, event.result, event.is_error))
+                    blocks = [part_block(p) for p in event.parts]
+                    await turn.notify(tool_end(event.call_id, event.result, event.is_error, blocks))
             elif kind is RunFinished or kind is RunFailed:
                 outcome = event
-            elif kind is QuestionAsked or kind is QuestionAnswered:
-                pass  # the turn's asker carries questions (request_permission, elicitation/create)
+            # QuestionAsked/Answered: the turn's asker carries questions (request_permission,
+            # elicitation/create). StateSnapshot/StateDelta: ACP has no place for shared state (the
+            # kernel keeps it with the thread). UsageReported: the terminal event has the sum.
     return outcome
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from .server import FakeModelServer
+from .server import MODEL, FakeModelServer
 
 
-async def _main(port: int, delay: float) -> None:
-    server = FakeModelServer(port=port, delay=delay)
+async def _main(port: int, delay: float, models: tuple[str, ...]) -> None:
+    server = FakeModelServer(port=port, delay=delay, models=models)
     await server.start_async()
     print(server.base_url, flush=True)
     try:
@@ -25,9 +25,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="onedoor-fake-model-server")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between streamed chunks")
+    parser.add_argument("--models", default=MODEL, help="comma-separated model names GET /models lists")
     args = parser.parse_args()
+    models = tuple(name.strip() for name in args.models.split(",") if name.strip())
     try:
-        asyncio.run(_main(args.port, args.delay))
+        asyncio.run(_main(args.port, args.delay, models))
     except KeyboardInterrupt:
         pass
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .script import Plan, plan_for
+from .usage import content_parts, usage_for
 
 MODEL = "fake-model"
 CONTEXT_LENGTH = 128_000
@@ -43,10 +44,25 @@ class RecordedRequest:
     completed: bool = False  # the whole response was written
     disconnected: bool = False  # the client closed the connection before the end
     status: int = 0
+    usage: dict[str, Any] | None = None  # the usage the response carried (None: it carried none)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
         return list((self.body or {}).get("messages") or [])
+
+    @property
+    def model(self) -> str:
+        """The model the request asked for."""
+        return str((self.body or {}).get("model") or "")
+
+    def parts(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """Every content part of every message (``{"type": "image_url", ...}``), of one type if ``kind``."""
+        return [p for m in self.messages for p in content_parts(m.get("content")) if kind is None or p.get("type") == kind]
+
+    @property
+    def image_urls(self) -> list[str]:
+        """The URL (or ``data:`` URI) of every ``image_url`` part, in order."""
+        return [str((p.get("image_url") or {}).get("url", "")) for p in self.parts("image_url")]
 
     @property
     def last_user_text(self) -> str:
@@ -60,10 +76,13 @@ class RecordedRequest:
 class FakeModelServer:
     """The server, run on its own event loop in a daemon thread (or on yours: ``serve``)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, delay: float = 0.0) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, *, delay: float = 0.0, models: tuple[str, ...] = (MODEL,),
+    ) -> None:
         self.host = host
         self.port = port
         self.delay = delay
+        self.models = tuple(models) or (MODEL,)  # what GET /models lists (any model name is answered)
         self.requests: list[RecordedRequest] = []
         self._cond = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -225,7 +244,8 @@ class FakeModelServer:
             elif method == "GET" and path.rstrip("/").endswith("/models"):
                 await self._reply_json(record, writer, 200, {
                     "object": "list",
-                    "data": [{"id": MODEL, "object": "model", "owned_by": "onedoor", "context_length": CONTEXT_LENGTH}],
+                    "data": [{"id": name, "object": "model", "owned_by": "onedoor", "context_length": CONTEXT_LENGTH}
+                             for name in self.models],
                 })
             else:
                 await self._reply_json(record, writer, 404, _error(f"no route {method} {path}", "not_found"))
@@ -258,7 +278,8 @@ class FakeModelServer:
             return
         model = body.get("model") or MODEL
         if not body.get("stream"):
-            await self._reply_json(record, writer, 200, _completion(plan, model))
+            record.usage = usage_for(body, plan)
+            await self._reply_json(record, writer, 200, _completion(plan, model, record.usage))
             return
         await self._stream(record, reader, writer, plan, model, body)
 
@@ -313,9 +334,10 @@ class FakeModelServer:
                 steps.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": args[half:]}}]}))
             steps.append(chunk({}, plan.finish_reason))
             if (body.get("stream_options") or {}).get("include_usage"):
+                record.usage = usage_for(body, plan)
                 steps.append({
                     "id": chunk_id, "object": "chat.completion.chunk", "created": created, "model": model,
-                    "choices": [], "usage": _usage(plan),
+                    "choices": [], "usage": record.usage,
                 })
             for index, step in enumerate(steps):
                 if not await send(step):
@@ -346,12 +368,7 @@ def _error(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
-def _usage(plan: Plan) -> dict[str, int]:
-    out = len(plan.text) + len(plan.reasoning) + 10 * len(plan.tool_calls)
-    return {"prompt_tokens": 10, "completion_tokens": out, "total_tokens": 10 + out}
-
-
-def _completion(plan: Plan, model: str) -> dict[str, Any]:
+def _completion(plan: Plan, model: str, usage: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": "".join(plan.text) or None}
     if plan.reasoning:
         message["reasoning_content"] = "".join(plan.reasoning)
@@ -363,7 +380,7 @@ def _completion(plan: Plan, model: str) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
         "model": model, "choices": [{"index": 0, "message": message, "finish_reason": plan.finish_reason}],
-        "usage": _usage(plan),
+        "usage": usage,
     }
 
 

@@ -7,6 +7,9 @@
 //   node client.mjs hostile '["onedoor","acp"]'            (unreadable permission answers)
 //   node client.mjs disconnect '["onedoor","acp"]'         (the client goes while asked)
 //   node client.mjs threads '["onedoor","acp"]' THREAD_ID  (issue 16: list every thread, load one, bad input)
+//   node client.mjs content '["onedoor","acp"]' CONFIG     (issue 25: what Zed sends; issue 27: usage)
+//   node client.mjs replay '["onedoor","acp"]' CONFIG      (issue 25: session/load shows the blocks again)
+//   node client.mjs models '["onedoor","acp",...]' CONFIG  (issue 30: the model picker; CONFIG {phase, sid?})
 //
 // Prints one JSON object (what it saw) on its last stdout line; exits 1 on a failed check.
 import { spawn } from "node:child_process";
@@ -23,6 +26,8 @@ const permissionRequests = [];
 const answers = []; // optionIds (or whole results) to answer permission requests with, in order
 const elicitations = [];
 const elicitationAnswers = []; // results of elicitation/create, in order
+const editorFiles = new Map(); // path -> text: what the editor holds (fs/read_text_file reads it, not the disk)
+const fsRequests = [];
 let onAsked = () => {}; // called when a permission or elicitation request arrives
 let onUpdate = () => {};
 
@@ -47,6 +52,15 @@ const app = client({ name: "onedoor-ts-test" })
     const answer = answers.shift() ?? "reject_once";
     if (answer === "never") return new Promise(() => {}); // the user never answers
     return typeof answer === "string" ? { outcome: { outcome: "selected", optionId: answer } } : answer;
+  })
+  .onRequest(methods.client.fs.readTextFile, (ctx) => {
+    fsRequests.push(ctx.params);
+    const text = editorFiles.get(ctx.params.path);
+    if (text === undefined) throw new Error(`no such file in the editor: ${ctx.params.path}`);
+    const lines = text.split("\n");
+    const first = (ctx.params.line ?? 1) - 1;
+    const last = ctx.params.limit == null ? lines.length : first + ctx.params.limit;
+    return { content: lines.slice(first, last).join("\n") };
   })
   .onRequest(methods.client.elicitation.create, (ctx) => {
     elicitations.push(ctx.params);
@@ -251,7 +265,134 @@ async function threads(ctx) {
   return { listed, replay, reply, badCursor, goneCursor, unknownLoad, badIdLoad, listedAfter: again.sessions.length };
 }
 
-const scenarios = { basic, permission, questions, always, hostile, disconnect, threads };
+// -- issue 25 (content) and 27 (usage) --------------------------------------------------------
+async function turn(ctx, sid, prompt) {
+  const from = updates.length;
+  const result = await ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt });
+  const mine = updates.slice(from).filter(([s]) => s === sid).map(([, u]) => u);
+  const textChunks = mine.filter((u) => u.sessionUpdate === "agent_message_chunk" && u.content.type === "text");
+  return {
+    result,
+    text: textChunks.map((u) => u.content.text).join(""),
+    textChunks: textChunks.length,
+    other: mine.filter((u) => !(u.sessionUpdate === "agent_message_chunk" && u.content.type === "text")
+      && u.sessionUpdate !== "agent_thought_chunk"),
+  };
+}
+
+async function content(ctx) {
+  const config = JSON.parse(process.argv[4]);
+  const ws = config.workspace;
+  for (const [path, text] of Object.entries(config.editorFiles)) editorFiles.set(path, text);
+  const init = await ctx.request(methods.agent.initialize, {
+    protocolVersion: 1, clientCapabilities: { fs: { readTextFile: true, writeTextFile: false }, terminal: false },
+  });
+  const { sessionId: sid } = await ctx.request(methods.agent.session.new, { cwd: ws, mcpServers: [] });
+  // what Zed sends for "explain @sample.py:5-10" without embeddedContext, a pasted file, a screenshot
+  const link = await turn(ctx, sid, [
+    { type: "text", text: "explain " },
+    { type: "resource_link", uri: `file://${ws}/sample.py#L5-L10`, name: "sample.py", mimeType: "text/x-python" },
+  ]);
+  const fsAfterLink = fsRequests.length;
+  const embedded = await turn(ctx, sid, [
+    { type: "text", text: "and this" },
+    { type: "resource", resource: { uri: `file://${ws}/b.py`, text: "print(2)\n", mimeType: "text/x-python" } },
+  ]);
+  const image = await turn(ctx, sid, [
+    { type: "text", text: "what is this?" },
+    { type: "image", data: config.png, mimeType: "image/png", uri: `file://${ws}/dot.png` },
+  ]);
+  const replyImage = await turn(ctx, sid, [{ type: "text", text: "/image" }]);
+  const draw = await turn(ctx, sid, [{ type: "text", text: "/draw" }]);
+  const bad = {};
+  const hostile = {
+    outside: [{ type: "resource_link", uri: "file:///etc/passwd", name: "passwd" }],
+    dotdot: [{ type: "resource_link", uri: `file://${ws}/../secret.txt`, name: "secret.txt" }],
+    otherHost: [{ type: "resource_link", uri: `file://evil.example${ws}/sample.py`, name: "sample.py" }],
+    badRange: [{ type: "resource_link", uri: `file://${ws}/sample.py#L10-L5`, name: "sample.py" }],
+    notInEditor: [{ type: "resource_link", uri: `file://${ws}/missing.py`, name: "missing.py" }],
+    badBase64: [{ type: "image", data: "not base64!!", mimeType: "image/png" }],
+    lyingType: [{ type: "image", data: config.png, mimeType: "image/jpeg" }],
+    audioAsImage: [{ type: "image", data: config.png, mimeType: "audio/wav" }],
+    unknownBlock: [{ type: "hologram", data: "x" }],
+  };
+  const fsBeforeBad = fsRequests.length;
+  for (const [name, prompt] of Object.entries(hostile)) {
+    bad[name] = await errorOf(ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt }));
+  }
+  const after = await turn(ctx, sid, [{ type: "text", text: "still there?" }]);
+  return {
+    caps: init.agentCapabilities.promptCapabilities, sid, link, embedded, image, replyImage, draw, bad, after,
+    fsRequests, fsAfterLink, fsBadPaths: fsRequests.slice(fsBeforeBad).map((r) => r.path),
+  };
+}
+
+async function replay(ctx) {
+  const config = JSON.parse(process.argv[4]);
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  const before = updates.length;
+  await ctx.request(methods.agent.session.load, { sessionId: config.sid, cwd: config.workspace, mcpServers: [] });
+  const replayed = updates.slice(before).filter(([s, u]) => s === config.sid && u.sessionUpdate !== "available_commands_update")
+    .map(([, u]) => u);
+  return { replayed };
+}
+
+// -- issue 30 (models) -------------------------------------------------------------------------
+const setOption = (ctx, sessionId, configId, value) =>
+  ctx.request(methods.agent.session.setConfigOption, { sessionId, configId, value });
+const setModel = (ctx, sessionId, modelId) => ctx.request("session/set_model", { sessionId, modelId }); // no constant in the SDK
+const say = (text) => [{ type: "text", text }];
+
+async function models(ctx) {
+  const config = JSON.parse(process.argv[4]);
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  if (config.phase === "restore") { // a new agent process: session/load brings the session's model back
+    const loaded = await ctx.request(methods.agent.session.load, { sessionId: config.sid, cwd: process.cwd(), mcpServers: [] });
+    const next = await turn(ctx, config.sid, say("after load"));
+    return { loaded: { configOptions: loaded.configOptions, models: loaded.models ?? null }, next: next.result.stopReason };
+  }
+  const created = await ctx.request(methods.agent.session.new, { cwd: process.cwd(), mcpServers: [] });
+  const sid = created.sessionId;
+  const stops = [];
+  stops.push((await turn(ctx, sid, say("first turn"))).result.stopReason);
+  const picked = await setOption(ctx, sid, "model", "b");
+  stops.push((await turn(ctx, sid, say("second turn"))).result.stopReason);
+  const from = updates.length;
+  const legacy = await setModel(ctx, sid, "a"); // the older, unstable picker
+  const notified = updates.slice(from).filter(([s, u]) => s === sid && u.sessionUpdate === "config_option_update")
+    .map(([, u]) => u.configOptions);
+  stops.push((await turn(ctx, sid, say("third turn"))).result.stopReason);
+  const bad = {
+    unknownOption: await errorOf(setOption(ctx, sid, "model", "nope")),
+    unknownLegacy: await errorOf(setModel(ctx, sid, "nope")),
+    notAString: await errorOf(setModel(ctx, sid, 7)),
+    unknownSession: await errorOf(setModel(ctx, "t-000000000000000000000000", "a")),
+  };
+  // a switch while a prompt runs is refused; the prompt goes on until cancelled
+  const fromRun = updates.length;
+  const running = ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt: say("/slow 0.05 /long 400 go") });
+  await waitFor(() => updates.slice(fromRun).some(([s, u]) => s === sid && u.sessionUpdate === "agent_message_chunk"));
+  bad.whileRunning = await errorOf(setOption(ctx, sid, "model", "b"));
+  bad.whileRunningLegacy = await errorOf(setModel(ctx, sid, "b"));
+  bad.backendWhileRunning = await errorOf(setOption(ctx, sid, "backend", "scripted"));
+  await ctx.notify(methods.agent.session.cancel, { sessionId: sid });
+  stops.push((await running).stopReason);
+  // a backend without models: no model option, a switch is refused
+  const toScripted = await setOption(ctx, sid, "backend", "scripted");
+  bad.noModels = await errorOf(setOption(ctx, sid, "model", "a"));
+  bad.noModelsLegacy = await errorOf(setModel(ctx, sid, "a"));
+  const scripted = await turn(ctx, sid, say("scripted turn"));
+  const back = await setOption(ctx, sid, "backend", "pydantic-ai"); // its model is the one picked for it
+  await setOption(ctx, sid, "model", "b");
+  stops.push((await turn(ctx, sid, say("last turn"))).result.stopReason);
+  return {
+    sid, created: { configOptions: created.configOptions, models: created.models ?? null },
+    picked: picked.configOptions, legacy, notified, bad, stops, toScripted: toScripted.configOptions,
+    scripted: scripted.text, back: back.configOptions,
+  };
+}
+
+const scenarios = { basic, permission, questions, always, hostile, disconnect, threads, content, replay, models };
 let code = 0;
 let running = null;
 try {

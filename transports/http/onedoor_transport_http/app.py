@@ -3,7 +3,8 @@
 Layers, outermost first: CORS (only when origins are listed, so preflights are answered
 before auth; the allowed headers are the ones the doors declare), the :class:`Guard`
 (Host, Origin, token, content type, body size, JSON: see :mod:`.guard`; every path, with
-``/healthz`` exempt from the token only), the bare-prefix rewrite (``/mcp`` is served as
+``/healthz`` and ``/readyz`` exempt from the token only: they tell a caller without it no
+more than "ok" or "not ready"), the bare-prefix rewrite (``/mcp`` is served as
 ``/mcp/``), then the router with one Mount per door. All layers are plain ASGI, so
 streaming responses pass through untouched, and nothing added by a door or by the
 ``onedoor_http_app`` hook can sit outside them.
@@ -19,13 +20,14 @@ from onedoor import AsgiMount, Endpoint, ServeContext, StoreUnavailable
 from . import HttpOptions
 from .errors import error_body, send_error
 from .guard import Guard
+from .health import HEALTH_PATH, READY_PATH, health_routes
+from .oauth import make_gate
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-HEALTH_PATH = "/healthz"
 CORS_HEADERS = ("authorization", "content-type", "accept")  # request headers every door may need
 
 send_json_error = send_error  # an older name of errors.send_error, kept for plugins that use it
@@ -48,12 +50,14 @@ class ExactPrefix:
         await self.app(scope, receive, send)
 
 
-def _cors(app: ASGIApp, origins: list[str], mounts: list[AsgiMount]) -> ASGIApp:
+def _cors(app: ASGIApp, origins: list[str], mounts: list[AsgiMount], oauth: bool = False) -> ASGIApp:
     """CORS for the listed origins, with the request and response headers the doors declare."""
     from starlette.middleware.cors import CORSMiddleware
 
     allow = list(dict.fromkeys([*CORS_HEADERS, *(h.lower() for m in mounts for h in m.cors_headers)]))
     expose = list(dict.fromkeys(h.lower() for m in mounts for h in m.cors_expose))
+    if oauth:  # a browser client reads the challenge of a 401 (its resource_metadata)
+        expose.append("www-authenticate")
     return CORSMiddleware(
         app,
         allow_origins=origins,
@@ -78,17 +82,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
     if ctx.endpoint is None:
         ctx.endpoint = endpoint_for(options)
     mounts = [door.asgi_mount(ctx) for door in doors]
-
-    async def health(request: Request) -> JSONResponse:
-        kernel = ctx.kernel
-        return JSONResponse(
-            {
-                "status": "ok",
-                "doors": [d.name for d in doors],
-                "backend": kernel.backend.name,
-                "active_runs": kernel.active_runs,
-            }
-        )
+    oauth = make_gate(options, ctx.endpoint, [m.prefix for m in mounts])  # None unless oauth_issuer is set
 
     async def root(request: Request) -> Any:
         for mount in mounts:
@@ -113,12 +107,14 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
             for mount in mounts:
                 if mount.lifespan is not None:
                     await stack.enter_async_context(mount.lifespan())
+            if oauth is not None:
+                stack.push_async_callback(oauth.aclose)
             yield
             # Runs still going (not tied to a connection uvicorn drained, e.g. in a door's
             # own tasks) are cancelled and get their endings before the doors' lifespans close.
             await ctx.kernel.shutdown(options.shutdown_grace)
 
-    routes: list[Any] = [Route(HEALTH_PATH, health), Route("/", root)]
+    routes: list[Any] = [*health_routes(ctx, doors, options), *(oauth.routes() if oauth else []), Route("/", root)]
     routes += [Mount(m.prefix.rstrip("/") or "/", app=m.app) for m in mounts]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, StoreUnavailable: store_unavailable})
     if ctx.hooks is not None:
@@ -128,13 +124,14 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
         mounts=mounts,
         endpoint=ctx.endpoint,
         tokens=options.principals(),
-        allowed_hosts=options.allowed_hosts,
+        allowed_hosts=options.served_hosts,
         cors_origins=options.cors_origins,
         max_body=options.max_body_bytes,
-        open_paths=(HEALTH_PATH,),
-        public_paths=tuple(path for m in mounts for path in m.public_paths),
+        open_paths=(HEALTH_PATH, READY_PATH),
+        public_paths=tuple(path for m in mounts for path in m.public_paths) + (oauth.public_paths if oauth else ()),
         cookie_max_age=options.cookie_max_age,
+        oauth=oauth,
     )
     if options.cors_origins:
-        guarded = _cors(guarded, list(options.cors_origins), mounts)
+        guarded = _cors(guarded, list(options.cors_origins), mounts, oauth=oauth is not None)
     return guarded, mounts

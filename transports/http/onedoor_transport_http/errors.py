@@ -56,6 +56,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "pending_questions": (409, "pending_questions"),
     "unsupported_content": (415, "unsupported_content"),
     "state_conflict": (409, "state_conflict"),
+    "draining": (503, "draining"),
 }
 THREAD_REFUSALS: dict[str, tuple[int, str]] = {
     "not_found": (404, "unknown_thread"),
@@ -126,7 +127,7 @@ def refusal(exc: Exception) -> Refusal:
     detail = str(exc)
     if isinstance(exc, RunRefused):
         status, code = REFUSALS.get(exc.reason, (422, "invalid_request"))
-        headers = _retry_after(exc.retry_after) if exc.reason == "busy" else ()
+        headers = _retry_after(exc.retry_after) if exc.retry_after is not None else ()
         return Refusal(status, code, detail, headers)
     if isinstance(exc, ThreadError):
         status, code = THREAD_REFUSALS.get(exc.reason, (422, "invalid_request"))

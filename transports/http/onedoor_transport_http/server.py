@@ -6,12 +6,14 @@ listen on …``, naming the busy port and how to choose another, and exit 2), th
 ``--port 0`` prints the real port); with a token, ``?token=…`` only on the pages a
 browser opens (see :mod:`.links`).
 
-On SIGINT/SIGTERM it stops accepting connections and cancels every run in flight, so
-that each open stream gets its door's cancelled ending, within ``shutdown_grace``
-seconds: a backend gets half of it (at most the kernel's ``cancel_grace``) to stop, and a
-backend that ignores the cancel is left behind (its worker thread dies with the
-process). Then uvicorn closes the connections and the process exits: 0 after SIGTERM,
-130 after Ctrl-C.
+On SIGINT/SIGTERM it stops accepting connections and drains: the kernel starts no new
+run (a request on a connection already open is answered 503 ``draining``, and ``/readyz``
+503), and the runs going on get ``drain_grace`` seconds to finish (0 by default: none).
+Then it cancels every run still in flight, so that each open stream gets its door's
+cancelled ending, within ``shutdown_grace`` seconds: a backend gets half of it (at most
+the kernel's ``cancel_grace``) to stop, and a backend that ignores the cancel is left
+behind (its worker thread dies with the process). Then uvicorn closes the connections and
+the process exits: 0 after SIGTERM, 130 after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -54,12 +56,17 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
             token = next(iter(options.principals()), None) if options.requires_token else None
             lines = [f"onedoor: listening on {base} (backend {kernel.backend.name!r}; Ctrl-C stops)"]
             lines += await door_lines(app, doors, mounts, base, port, token)
+            if options.oauth_issuer:
+                shown = options.public_url.rstrip("/") or base
+                lines.append(f"onedoor: OAuth: access tokens of {options.oauth_issuer} accepted too; "
+                             f"metadata at {shown}/.well-known/oauth-protected-resource[/<door prefix>]")
             print("\n".join(lines), flush=True)
 
         async def shutdown(self, sockets: Any = None) -> None:
-            # The runs first: their streams get their endings while uvicorn stops
+            # The runs first: they finish (drain) or get their endings while uvicorn stops
             # accepting and waits for the connections to close.
-            stopping = asyncio.ensure_future(kernel.shutdown(options.shutdown_grace))
+            kernel.drain()
+            stopping = asyncio.ensure_future(_drain_then_stop(kernel, options))
             try:
                 await super().shutdown(sockets=sockets)
             finally:
@@ -70,7 +77,7 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
         host=options.host,
         port=options.port,
         log_level=options.log_level,
-        timeout_graceful_shutdown=max(1, math.ceil(options.shutdown_grace)),
+        timeout_graceful_shutdown=max(1, math.ceil(options.drain_grace + options.shutdown_grace)),
         lifespan="on",
         access_log=False,
         server_header=False,
@@ -98,6 +105,13 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
               "(a door's start-up failed; see above)", file=sys.stderr)
         return 2
     return 0
+
+
+async def _drain_then_stop(kernel: Any, options: HttpOptions) -> None:
+    """Let the runs going on finish within ``drain_grace``, then cancel the rest."""
+    if options.drain_grace > 0:
+        await kernel.drained(options.drain_grace)
+    await kernel.shutdown(options.shutdown_grace)
 
 
 def _why(exc: OSError, port: int) -> str:

@@ -91,6 +91,12 @@ class TokenAuth:
                 found = index
         return found
 
+    def bearer(self, scope: Scope, headers: dict[bytes, bytes]) -> Scope:
+        """``scope`` naming the principal of a right bearer token it carries; as it is otherwise."""
+        scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
+        index = self._match(credentials.strip()) if scheme.lower() == b"bearer" else None
+        return scope if index is None else _as(scope, self.tokens[index][1])
+
     def authenticate(self, scope: Scope, send: Send, headers: dict[bytes, bytes],
                      prefix: str) -> tuple[Scope, Send, str | None]:
         """(scope, send, why refused or None) for a request under the door at ``prefix``
