@@ -27,8 +27,8 @@ decodes the same line as JSON and answers its length; the peak RSS of each child
 
 Targets: each door's time <= 2x its bare, its peak RSS <= 4x the payload.
 
-    python bench/bench_content.py            # ~40 s
-    python bench/bench_content.py --quick    # ~15 s
+    python bench/bench_content.py            # ~30 s
+    python bench/bench_content.py --quick    # ~12 s
 """
 
 from __future__ import annotations
