@@ -50,8 +50,8 @@ PAYLOAD = 5 * 1024 * 1024
 PNG = b"\x89PNG\r\n\x1a\n"
 RECEIVED = "Received: 1 image (image/png, 5,242,880 bytes"  # what the scripted backend says it got
 BIG = 32 * 1024 * 1024
-# glibc's first mmap threshold, kept fixed: a big block is mapped and unmapped, so RSS is what a process holds
-# (with the sliding threshold freed blocks stay resident and the next request's peak hides in them)
+# glibc's first mmap threshold, kept fixed: big blocks are unmapped when freed, so RSS is what is held (else they
+# stay resident and the next request's peak hides in them)
 MALLOC = {"MALLOC_MMAP_THRESHOLD_": "131072"}
 FRESH = "f" * 32  # a run or message id, made new before each request (AG-UI refuses a run id used again)
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
@@ -204,7 +204,8 @@ def cases(image: bytes, encoded: str) -> dict[str, Case]:
         "parts": [{"text": asked}, {"raw": encoded, "mediaType": "image/png", "filename": "big.png"}]}}}
     as_json = {"content-type": "application/json"}
     return {
-        "bare": ("/bare", json.dumps({"message": encoded}).encode(), as_json, lambda text: RECEIVED),
+        "bare": ("/bare", json.dumps({"message": encoded}).encode(), as_json,
+                 lambda text: RECEIVED if json.loads(text)["length"] == len(encoded) else text),
         "rest_json": ("/rest/chat", json.dumps({"message": rest}).encode(), as_json,
                       lambda text: json.loads(text)["reply"]),
         "rest_upload": ("/rest/chat", upload, {"content-type": f"multipart/form-data; boundary={boundary}"},
@@ -303,8 +304,11 @@ def _timed(child: StdioChild, method: str, params: dict[str, Any], seen: list[An
     _clear_peak(pid)
     before = _rss_kib("VmRSS", pid)
     started = time.perf_counter()
-    child.call(method, params, seen)
-    return time.perf_counter() - started, _rss_kib("VmHWM", pid) - before
+    answer = child.call(method, params, seen)
+    elapsed, peak = time.perf_counter() - started, _rss_kib("VmHWM", pid) - before
+    if method == "bare" and answer.get("length") != len(params["data"]):
+        raise SystemExit(f"bare stdio: got {answer}")
+    return elapsed, peak
 
 
 def measure_acp(rounds: int, encoded: str) -> dict[str, list[float]]:
@@ -367,11 +371,8 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bare-stdio", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        serve()
-        return
-    if args.bare_stdio:
-        bare_stdio()
+    if args.serve or args.bare_stdio:
+        (serve if args.serve else bare_stdio)()
         return
     if not os.path.exists("/proc/self/clear_refs"):
         print(json.dumps({"name": "content", "skipped": "needs Linux /proc (peak RSS per request)"}))
