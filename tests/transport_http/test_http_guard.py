@@ -112,7 +112,7 @@ def test_foreign_host_origin_and_simple_requests_never_reach_the_door():
             assert response.json()["error"] == code and set(response.json()) == {"error", "detail"}
         assert door.seen == []
         # what is allowed: same origin, loopback twins, +json types, a well-formed body
-        ok = httpx.post(url, json={"a": [1, 2]}, headers={"origin": server.base_url})
+        ok = httpx.post(url, content=b'{"a":[1,2]}', headers={**JSON, "origin": server.base_url})
         port = server.base_url.rsplit(":", 1)[1]
         twin = httpx.post(url, json={}, headers={"origin": f"http://localhost:{port}", "host": f"127.0.0.1:{port}"})
         typed = httpx.post(url, content=b'{"b":1}', headers={"content-type": "application/vnd.api+json"})
