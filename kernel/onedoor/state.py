@@ -49,23 +49,78 @@ def checked_state(state: Any, limit: int) -> dict[str, Any]:
 
 
 def apply_patch(state: dict[str, Any], ops: Any) -> dict[str, Any]:
-    """``state`` with JSON Patch ``ops`` applied, as a new document (``state`` untouched);
-    ValueError naming the operation that does not apply."""
+    """``state`` with JSON Patch ``ops`` applied, all of them or (ValueError naming the one
+    that does not apply) none, as a new document; ``state`` is untouched.
+
+    The new document shares what the patch does not touch with ``state``: only the
+    containers on the paths the operations change are copied (a delta on a large state
+    costs what it changes, not the size of the state). Neither document may then be changed
+    in place; the kernel never does, and hands backends a deep copy."""
     import jsonpatch
     import jsonpointer
 
     if not isinstance(ops, (list, tuple)):
         raise ValueError("a state patch is a list of operations")
-    for op in ops:
-        if isinstance(op, dict) and op.get("op") == "remove" and op.get("path") == "":
-            raise ValueError("a patch may not remove the whole state (send a snapshot)")
+    root: Any = dict(state)
+    copied = {id(root)}
     try:
-        result = jsonpatch.apply_patch(state, list(ops), in_place=False)
+        for op in ops:
+            if not isinstance(op, dict):
+                raise ValueError("each operation of a state patch is an object")
+            if op.get("op") == "remove" and op.get("path") == "":
+                raise ValueError("a patch may not remove the whole state (send a snapshot)")
+            for key in ("path", "from") if op.get("op") == "move" else ("path",):
+                if isinstance(op.get(key), str):
+                    _copy_parents(root, op[key], copied, jsonpointer)
+            root = jsonpatch.apply_patch(root, [op], in_place=True)
+            if id(root) not in copied:  # the whole document replaced (path "")
+                root = dict(root) if isinstance(root, dict) else root
+                copied.add(id(root))
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError, IndexError) as exc:
         raise ValueError(f"the state patch does not apply: {exc}") from None
-    if not isinstance(result, dict):
+    if not isinstance(root, dict):
         raise ValueError("a state patch must leave a JSON object")
-    return result
+    return root
 
 
-__all__ = ["apply_patch", "checked_state", "state_chars"]
+def _copy_parents(root: Any, path: str, copied: set[int], jsonpointer: Any) -> None:
+    """Copy (shallowly, once per patch) every container from ``root`` down to the parent of
+    ``path``, so that changing that parent changes no document sharing it."""
+    try:
+        parts = jsonpointer.JsonPointer(path).parts[:-1]
+    except jsonpointer.JsonPointerException:
+        return  # the operation itself says what is wrong
+    container = root
+    for part in parts:
+        if isinstance(container, dict) and part in container:
+            key: Any = part
+        elif isinstance(container, list) and part.isdigit() and int(part) < len(container):
+            key = int(part)
+        else:
+            return
+        child = container[key]
+        if not isinstance(child, (dict, list)):
+            return
+        if id(child) not in copied:
+            child = child.copy()
+            copied.add(id(child))
+            container[key] = child
+        container = child
+
+
+def size_bound(ops: Any) -> int:
+    """At most how many characters ``ops`` add to a document's JSON (removals count nothing);
+    a ``copy`` counts as unbounded (-1: measure the document)."""
+    total = 0
+    for op in ops:
+        kind = op.get("op")
+        if kind in ("add", "replace"):
+            total += len(_encode(op.get("value"))) + len(op.get("path", "")) * 2 + 4
+        elif kind == "move":
+            total += len(op.get("path", "")) * 2 + 4
+        elif kind == "copy":
+            return -1
+    return total
+
+
+__all__ = ["apply_patch", "checked_state", "size_bound", "state_chars"]

@@ -134,10 +134,12 @@ class Recorder:
 class DoorHarness:
     """The door over an in-memory channel pair (onedoor.testing), driven by ``acp``'s own client."""
 
-    def __init__(self, kernel: Any, data_dir: Path, *, elicitation: bool = False, fs: bool = False, **options: Any) -> None:
+    def __init__(self, kernel: Any, data_dir: Path, *, elicitation: bool = False, fs: bool = False,
+                 plugin_options: dict[str, Any] | None = None, **options: Any) -> None:
         from onedoor_door_acp.door import AcpOptions
 
         self.kernel = kernel
+        self.plugin_options = plugin_options or {}  # other plugins' parsed options (ServeContext.options), e.g. the backend's
         self.elicitation = elicitation  # the client declares form elicitation
         self.fs = fs  # the client declares fs.readTextFile
         self.door_end, self.channel = channel_pair(line_framed=True)
@@ -152,7 +154,7 @@ class DoorHarness:
 
         if THREAD_STORE is not None and self.kernel.store is None:
             self.kernel.store = THREAD_STORE
-        ctx = ServeContext(kernel=self.kernel, options={"acp": self.options}, door_names=["acp"], transport_name="memory")
+        ctx = ServeContext(kernel=self.kernel, options={**self.plugin_options, "acp": self.options}, door_names=["acp"], transport_name="memory")
         self.task = asyncio.create_task(serve_acp(self.door_end, ctx, self.options))
         self.conn = connect_to_agent(self.recorder, ClientSide(self.channel), use_unstable_protocol=True)
         if self.elicitation or self.fs:

@@ -127,6 +127,11 @@ async def test_session_errors(data_dir: Path) -> None:
             assert words in json.dumps(error["error"])
         error = await door.call("session/set_config_option", {"sessionId": sid, "configId": "colour", "value": "red"}, 40)
         assert error["error"]["code"] == -32602
+        for request_id, params in enumerate([{"sessionId": sid}, {"sessionId": sid, "modelId": None}, {}], start=60):
+            error = await door.call("session/set_model", params, request_id)
+            assert error["error"]["code"] == -32602 and "sessionId and modelId" in error["error"]["message"]
+        error = await door.call("session/set_model", {"sessionId": sid, "modelId": "x"}, 63)
+        assert error["error"]["code"] == -32602 and "offers no model choice" in error["error"]["message"]
         error = await door.call("session/list", {"cursor": "not-a-number"}, 41)
         assert error["error"]["code"] == -32602
         await door.call("session/close", {"sessionId": sid}, 42)
@@ -166,7 +171,8 @@ def test_fuzzed_messages_never_break_the_door(data_dir: Path) -> None:
     scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
     values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
     methods = st.sampled_from(["initialize", "session/new", "session/load", "session/prompt", "session/cancel",
-                               "session/list", "session/set_config_option", "session/close", "session/fork", "x/y"])
+                               "session/list", "session/set_config_option", "session/set_model", "session/close",
+                               "session/fork", "x/y"])
     messages = values | st.fixed_dictionaries(
         {"jsonrpc": st.just("2.0"), "method": methods, "params": values},
         optional={"id": st.integers(0, 10**6) | st.text(max_size=5)},

@@ -85,12 +85,13 @@ def test_fuzzed_json_rpc_layer(data_dir: Path, caplog: pytest.LogCaptureFixture)
     from hypothesis import strategies as st
 
     def params(values: Any, session_id: str) -> Any:
-        fields = {"prompt": values, "cwd": values, "configId": values, "value": values}
+        fields = {"prompt": values, "cwd": values, "configId": values, "value": values, "modelId": values}
         return values | st.fixed_dictionaries({"sessionId": st.just(session_id) | st.text(max_size=8)}, optional=fields)
 
     caplog.set_level(logging.INFO)
     methods = ["initialize", "session/new", "session/load", "session/prompt", "session/cancel", "session/list",
-               "session/set_config_option", "session/fork", "session/resume", "$/cancel_request", "_vendor/x", "x/y"]
+               "session/set_config_option", "session/set_model", "session/fork", "session/resume", "$/cancel_request",
+               "_vendor/x", "x/y"]
     door, ctx = _door_and_ctx(data_dir)
     fuzz_door(door, ctx, acp_rules(), start=acp_open_session, methods=methods, params=params)
     assert not [r for r in caplog.records if r.exc_info]

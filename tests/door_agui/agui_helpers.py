@@ -27,11 +27,16 @@ TOKEN = "test-token-0123456789abcdef"
 
 @contextlib.contextmanager
 def agui_server(
-    *, limits: Limits | None = None, token: str = "", agui: AguiOptions | None = None, **scripted_options: Any
+    *, limits: Limits | None = None, token: str = "", agui: AguiOptions | None = None, store: Any = None,
+    backend: Backend | None = None, hooks: Any = None, **scripted_options: Any
 ) -> Iterator[tuple[ThreadedServer, Kernel, Recorder]]:
-    recorder = Recorder()
+    """The door on uvicorn in a thread: the scripted backend (``scripted_options``) or
+    ``backend``, a thread ``store`` if given, the Recorder (or ``hooks``) as observer."""
+    recorder = hooks or Recorder()
     opts = ScriptedOptions(**scripted_options)
-    kernel = Kernel(Backend("scripted", lambda: scripted(opts)), limits=limits, hooks=recorder)
+    if backend is None:
+        backend = Backend("scripted", lambda: scripted(opts), frozenset(scripted.capabilities), scripted.accepts(opts))
+    kernel = Kernel(backend, limits=limits, hooks=recorder, store=store)
     ctx = ServeContext(kernel=kernel, options={"agui": agui or AguiOptions(keepalive=0)}, door_names=["agui"], transport_name="http")
     server = ThreadedServer([AguiDoor()], ctx, HttpOptions(port=0, token=token, max_body_bytes=64 * 1024))
     with server:

@@ -25,7 +25,7 @@ def test_last_user_message_is_the_prompt_and_the_rest_history():
         ],
         tools=[{"name": "confirm", "description": "Ask", "parameters": {"type": "object", "properties": {}}}],
     )
-    assert req.prompt == "q2\nmore"
+    assert req.prompt == "q2more" and req.parts == ()  # text parts joined as @ag-ui/core's contentToText joins them
     assert req.history == [
         Message("system", "sys"),
         Message("system", "dev"),
@@ -62,7 +62,9 @@ def test_snapshot_request_flag():
     [
         ([{"id": "1", "role": "wizard", "content": "x"}], "unknown role 'wizard'"),
         ([{"id": "1", "role": "assistant", "content": "x"}], "no user message"),
-        ([{"id": "1", "role": "user", "content": [{"type": "image", "source": {"type": "url", "value": "http://x/y.png"}}]}], "no text"),
+        ([{"id": "1", "role": "user", "content": []}], "no text and no parts"),
+        ([{"id": "1", "role": "user", "content": [{"type": "binary", "data": "AAAA"}]}], "needs a mimeType"),
+        ([{"id": "1", "role": "user", "content": [{"type": "image", "source": {"type": "data", "value": "AA"}}]}], "invalid RunAgentInput"),
         (["nope"], "must be an object"),
         ([{"role": "user", "content": "no id"}], "invalid RunAgentInput"),
     ],

@@ -29,19 +29,28 @@ def stdio_command(*extra: str, backend: str = "scripted") -> list[str]:
 
 
 class Outcomes:
-    """Run outcomes written by the launcher's observer hook."""
+    """Run outcomes (and the requests the door served) written by the launcher's observer hooks."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.requests_path = path.with_name("requests.jsonl")
 
     @property
     def env(self) -> dict[str, str]:
-        return {"ONEDOOR_TEST_OUTCOMES": str(self.path)}
+        return {"ONEDOOR_TEST_OUTCOMES": str(self.path), "ONEDOOR_TEST_REQUESTS": str(self.requests_path)}
+
+    @staticmethod
+    def _lines(path: Path) -> list[dict[str, Any]]:
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
     def read(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        return self._lines(self.path)
+
+    def requests(self) -> list[dict[str, Any]]:
+        """``{"at": "started" | "finished", "method", "transport", "meta", "principal", "error"?}`` per request."""
+        return self._lines(self.requests_path)
 
     def wait_for(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
         def match() -> dict[str, Any] | None:

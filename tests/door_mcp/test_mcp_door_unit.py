@@ -131,11 +131,19 @@ def test_argument_checks() -> None:
     assert check({"message": "hi", "thread": "t-1"}) == AskRequest("hi", [], "t-1")
     assert check({"message": "hi", "new_thread": True, "history": []}) == AskRequest("hi", [], None, True)
     assert check({"message": "hi", "new_thread": False}) == AskRequest("hi", [])
+    embedded = {"type": "resource", "resource": {"uri": "file:///a", "mimeType": "text/plain", "text": "t"}, "lines": [1, 2]}
+    assert check({"message": "hi", "attachments": [{"type": "image", "data": "eA==", "mimeType": "image/png"}, embedded]}
+                 ).attachments == [{"type": "image", "data": "eA==", "media_type": "image/png"},
+                                   {"type": "resource", "uri": "file:///a", "media_type": "text/plain", "text": "t",
+                                    "lines": [1, 2]}]
     for bad in (None, [], {"message": "  "}, {"message": "x", "history": {}}, {"message": "x", "history": ["x"]},
                 {"message": "x", "extra": 1}, {"message": "x", "history": [{"role": "user"}]},
                 {"message": "x", "thread": "no spaces"}, {"message": "x", "thread": None, "new_thread": 1},
                 {"message": "x", "thread": "t-1", "new_thread": True},
-                {"message": "x", "thread": "t-1", "history": [{"role": "user", "content": "x"}]}):
+                {"message": "x", "thread": "t-1", "history": [{"role": "user", "content": "x"}]},
+                {"message": "x", "attachments": {}}, {"message": "x", "attachments": [{"data": "eA=="}]},
+                {"message": "x", "attachments": [{"type": "resource", "resource": "file:///a"}]},
+                {"message": "x", "attachments": [{"type": "resource", "resource": {"uri": "a", "blob": 1}}]}):
         with pytest.raises(ValueError):
             check(bad)
 

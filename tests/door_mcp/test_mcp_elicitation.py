@@ -219,8 +219,8 @@ async def test_a_client_without_elicitation_gets_the_policy(door_at: Any, sdk: A
         approval = await session.call_tool("ask", {"message": "/ask rm {}"})
         question = await session.call_tool("ask", {"message": "/question Colour?"})
         plain = await session.call_tool("ask", {"message": "hello"})
-    assert not sdk.error(plain) and blocks(plain) == ["You said: hello (1 words, turn 1)"]
-    assert structured(plain) == {"reply": "You said: hello (1 words, turn 1)"}
+    assert not sdk.error(plain) and blocks(plain) == ["You said: hello (1 word, turn 1)"]
+    assert {k: v for k, v in structured(plain).items() if k != "usage"} == {"reply": "You said: hello (1 word, turn 1)"}
     if policy == "fail":
         for result, asked in ((approval, "to run rm"), (question, '"Colour?"')):
             assert sdk.error(result) and "nobody can answer" in blocks(result)[0], blocks(result)

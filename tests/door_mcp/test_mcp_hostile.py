@@ -35,6 +35,21 @@ CASES = hostile.all_raw(jsonrpc=True) + list(hostile.mutations(MCP_TOOL_CALL))
 LINE_CASES = hostile.all_raw(jsonrpc=True, line_framed=True) + list(hostile.mutations(MCP_TOOL_CALL))
 
 
+DOT = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+ASK_WITH_ATTACHMENTS = {  # every field of an attachment, and the trace context, mutated one at a time
+    "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+    "params": {"name": "ask", "_meta": {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+               "arguments": {"message": "look", "attachments": [
+                   {"type": "image", "data": DOT, "mimeType": "image/png", "name": "dot.png"},
+                   {"type": "resource", "resource": {"uri": "file:///a.py", "mimeType": "text/x-python", "text": "x"},
+                    "lines": [1, 2]},
+                   {"type": "resource_link", "uri": "https://example.com/b", "name": "b", "size": 3},
+               ]}},
+}
+STATE_READ = {"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+              "params": {"uri": "onedoor://threads/t-000000000000000000000000/state"}}
+
+
 def _ctx() -> ServeContext:
     return ServeContext(kernel=scripted_kernel(delay=0), options={"mcp": McpOptions()}, door_names=["mcp"])
 
@@ -52,6 +67,29 @@ async def test_hostile_corpus_in_memory(caplog: pytest.LogCaptureFixture, capsys
         await mcp_handshake(driver)
         tally = await run_cases(driver, CASES, mcp_rules())
     tally.assert_clean(len(CASES))
+    _no_tracebacks(caplog, capsys)
+
+
+async def test_hostile_attachments_and_resource_reads_in_memory(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each field of an ask with attachments, and of a state resource read, replaced by each
+    hostile value: a protocol-correct answer (an isError result or a JSON-RPC error), no traceback."""
+    from onedoor.threads.sqlite import SQLiteThreadStore
+
+    caplog.set_level(logging.INFO)
+    cases = list(hostile.mutations(ASK_WITH_ATTACHMENTS, keep=("jsonrpc",))) + list(
+        hostile.mutations(STATE_READ, keep=("jsonrpc",)))
+    store = SQLiteThreadStore(tmp_path / "threads.sqlite3")
+    ctx = ServeContext(kernel=scripted_kernel(delay=0, store=store), options={"mcp": McpOptions()}, door_names=["mcp"])
+    try:
+        async with serve_in_memory(door(), ctx) as client:
+            driver = ChannelDriver(client)
+            await mcp_handshake(driver)
+            tally = await run_cases(driver, cases, mcp_rules())
+    finally:
+        await store.close()
+    tally.assert_clean(len(cases))
     _no_tracebacks(caplog, capsys)
 
 

@@ -3,6 +3,7 @@ and the official conformance suite (pinned in tests/door_mcp/js/package-lock.jso
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -171,6 +172,11 @@ def test_inspector_cli(where: str, stdio_script: list[str], http_server: Any) ->
     assert ok["isError"] is False and ok["content"][0]["text"] == "You said: hi inspector (2 words, turn 1)"
     failed = inspector(target, "--method", "tools/call", "--tool-name", "ask", "--tool-arg", "message=/fail x")
     assert failed["isError"] is True and "ScriptedFailure" in failed["content"][0]["text"]
+    image = inspector(target, "--method", "tools/call", "--tool-name", "ask", "--tool-arg", "message=/image x")
+    assert [(b["type"], b.get("mimeType")) for b in image["content"]] == [("text", None), ("image", "image/png")]
+    assert image["_meta"]["onedoor/usage"][0]["model"] == "scripted"
+    templates = inspector(target, "--method", "resources/templates/list")  # the default store keeps state
+    assert [t["uriTemplate"] for t in templates["resourceTemplates"]] == ["onedoor://threads/{thread_id}/state"]
 
 
 # -- the official conformance suite, over HTTP --------------------------------------------------
@@ -186,7 +192,8 @@ def test_conformance_suite_with_baseline(http_server: Any, tmp_path: Path) -> No
     )
     summary = out.stdout[out.stdout.find("=== SUMMARY ==="):]
     assert out.returncode == 0, summary[-4000:] + out.stderr[-2000:]
-    for scenario in ("server-initialize", "logging-set-level", "ping", "tools-list", "dns-rebinding-protection"):
+    for scenario in ("server-initialize", "logging-set-level", "ping", "tools-list", "resources-list",
+                     "dns-rebinding-protection"):
         assert f"✓ {scenario}:" in summary, summary
 
 
@@ -198,11 +205,56 @@ def test_typescript_sdk_keeps_a_thread_over_http(start_http_server: Any, tmp_pat
     tokens.write_text(f"node {token}\n")
     server = start_http_server("-o", f"tokens_file={tokens}", "-o", f"sqlite.path={tmp_path / 'threads.sqlite3'}")
     result = node_client("http", server.url, "thread", token)
+    for shown in (result[k] for k in ("started", "continued", "unknown", "stateless")):  # usage: tested on its own
+        usage = (shown["structured"] or {}).pop("usage", None)
+        assert shown["isError"] or usage[0]["model"] == "scripted", shown
     thread_id = result["started"]["structured"]["thread"]
-    assert result["started"]["structured"] == {"reply": "You said: hello from node (3 words, turn 1)", "thread": thread_id}
-    assert result["continued"]["structured"] == {"reply": "You said: node again (2 words, turn 2)", "thread": thread_id}
+    on_thread = {"thread": thread_id, "state": {}, "state_version": 0}
+    assert result["started"]["structured"] == {"reply": "You said: hello from node (3 words, turn 1)", **on_thread}
+    assert result["continued"]["structured"] == {"reply": "You said: node again (2 words, turn 2)", **on_thread}
     assert result["unknown"]["isError"] is True and "no thread 't-unknown'" in result["unknown"]["text"]
     assert result["stateless"] == {
         "text": "You said: stateless (1 word, turn 1)", "isError": False,
         "structured": {"reply": "You said: stateless (1 word, turn 1)"},
     }
+
+
+# -- content, state and usage with the TypeScript SDK (#25, #26, #27) ---------------------------
+
+
+def check_content(result: dict[str, Any]) -> None:
+    from onedoor.builtins.scripted_extras import DOT_PNG
+
+    dot = base64.b64encode(DOT_PNG).decode()
+    assert result["sent"]["isError"] is False
+    assert result["sent"]["blocks"][0].startswith(f"Received: 1 image (image/png, {len(DOT_PNG)} bytes, dot.png).")
+    made = result["made"]
+    image = {"type": "image", "data": dot, "mimeType": "image/png", "_meta": {"onedoor/name": "dot.png"}}
+    assert made["content"][1:] == [image, image]  # the draw tool's image, then the reply's
+    assert made["meta"]["onedoor/usage"] == made["structured"]["usage"]
+    assert made["structured"]["usage"][0]["model"] == "scripted"
+    refused = result["refused"]
+    assert refused["isError"] is True and refused["meta"] == {"onedoor/refused": "invalid"}
+    assert "not valid base64" in refused["blocks"][0]
+
+
+@pytest.mark.parametrize("where", ["stdio", "http"])
+def test_typescript_sdk_sends_and_gets_content(where: str, sdk: Any, http_server: Any) -> None:
+    from onedoor.builtins.scripted_extras import DOT_PNG
+
+    env = {"DOT_PNG_B64": base64.b64encode(DOT_PNG).decode()}
+    target = json.dumps(sdk.command("-o", "scripted.delay=0")) if where == "stdio" else http_server.url
+    check_content(node_client(where, target, "content", env=env))
+
+
+def test_typescript_sdk_reads_a_threads_state(start_http_server: Any, tmp_path: Path) -> None:
+    server = start_http_server("-o", "scripted.delay=0", "-o", f"sqlite.path={tmp_path / 'threads.sqlite3'}")
+    result = node_client("http", server.url, "state")
+    started = result["started"]
+    assert started["state"] == {"n": 1} and isinstance(started["state_version"], int)
+    assert [t["uriTemplate"] for t in result["templates"]] == ["onedoor://threads/{thread_id}/state"]
+    (contents,) = result["read"]
+    assert contents["uri"] == f"onedoor://threads/{started['thread']}/state"
+    assert (contents["mimeType"], json.loads(contents["text"])) == ("application/json", {"n": 1})
+    assert contents["_meta"] == {"onedoor/state_version": started["state_version"]}
+    assert result["unknown"] == -32002

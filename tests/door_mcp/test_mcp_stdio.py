@@ -64,7 +64,7 @@ async def test_sdk_session_over_stdio(sdk: Any) -> None:
     assert [t.name for t in tools] == ["ask"]
     schema = tools[0].inputSchema if hasattr(tools[0], "inputSchema") else tools[0].input_schema
     assert schema["required"] == ["message"]
-    assert set(schema["properties"]) == {"message", "history", "thread", "new_thread"}
+    assert set(schema["properties"]) == {"message", "attachments", "history", "thread", "new_thread"}
     assert "scripted" in tools[0].description
     assert not sdk.error(reply) and sdk.text(reply) == "You said: hello there (2 words, turn 1)"
     assert sdk.text(second) == "You said: again (1 word, turn 2)"
@@ -247,7 +247,7 @@ def test_unknown_method_gets_method_not_found(raw: RawServer) -> None:
     raw.initialize()
     raw.send({"jsonrpc": "2.0", "id": 9, "method": "agents/teleport", "params": {}})
     assert _error(raw.until_id(9)) == METHOD_NOT_FOUND
-    raw.send({"jsonrpc": "2.0", "id": 10, "method": "resources/list"})
+    raw.send({"jsonrpc": "2.0", "id": 10, "method": "prompts/list"})
     assert _error(raw.until_id(10)) == METHOD_NOT_FOUND
     raw.send({"jsonrpc": "2.0", "method": "notifications/unheard-of"})  # ignored, never answered
     _ping_ok(raw, 102)

@@ -29,7 +29,7 @@ def test_chat_answers_reply_and_tool_calls(client):
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("application/json")
     body = r.json()
-    assert set(body) == {"run_id", "reply", "stop_reason", "tool_calls", "reasoning", "status"}
+    assert set(body) == {"run_id", "reply", "stop_reason", "tool_calls", "reasoning", "status", "usage"}
     assert body["status"] == "completed"  # "needs_input" when the run waits for answers (test_rest_questions.py)
     assert body["reply"] == "You said: count these four words (4 words, turn 1)"
     assert body["stop_reason"] == "end_turn"
@@ -40,8 +40,12 @@ def test_chat_answers_reply_and_tool_calls(client):
             "arguments": {"text": "count these four words"},
             "result": {"words": 4},
             "is_error": False,
+            "parts": [],
         }
     ]
+    # the scripted backend counts the words it was sent (4, no history) and makes one request
+    [usage] = body["usage"]
+    assert (usage["model"], usage["provider"], usage["input_tokens"], usage["requests"]) == ("scripted", "onedoor", 4, 1)
     assert body["reasoning"].startswith("The user wrote 4 words")
 
 
@@ -80,7 +84,13 @@ def test_openapi_documents_typed_models_and_bearer_auth(client):
     assert {"ChatRequest", "ChatResponse", "ErrorBody", "HistoryMessage"} <= set(schemas)
     request = schemas["ChatRequest"]
     assert request["additionalProperties"] is False
-    assert request["properties"]["message"]["maxLength"] == 2000  # the kernel's limit, from -o limits.…
+    text, parts = request["properties"]["message"]["oneOf"]  # text, or a list of parts
+    assert text["maxLength"] == 2000  # the kernel's limit, from -o limits.…
+    assert parts["items"] == {"$ref": "#/components/schemas/PartIn"} and "PartIn" in schemas
+    body = spec["paths"]["/chat"]["post"]["requestBody"]["content"]
+    assert body["application/json"]["schema"] == {"$ref": "#/components/schemas/ChatRequest"}
+    upload = body["multipart/form-data"]["schema"]["properties"]
+    assert upload["file"]["items"]["format"] == "binary" and upload["message"]["maxLength"] == 2000
     assert spec["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
     stream = spec["paths"]["/chat/stream"]["post"]["responses"]
     assert "text/event-stream" in stream["200"]["content"]
@@ -116,6 +126,10 @@ def test_stream_is_sse_with_one_core_event_per_event(client):
     assert text == core[-1].text == "You said: one two three (3 words, turn 1)"
     assert core[-1].stop_reason == "end_turn"
     assert len({e.run_id for e in (core[0], core[-1])}) == 1
+    # usage on the terminal event: the scripted backend counts one output token per text delta
+    usage = events[-1][1]["usage"]
+    assert usage == [{"model": "scripted", "provider": "onedoor", "input_tokens": 3, "output_tokens": names.count("text_delta"),
+                      "cache_read_tokens": 0, "cache_write_tokens": 0, "reasoning_tokens": 0, "requests": 1}]
 
 
 @pytest.mark.parametrize("directive", ["/fail", "/error"])

@@ -112,7 +112,7 @@ def still_waiting(client: httpx.Client, run_id: str, question_id: str) -> None:
 def test_a_run_that_does_not_ask_answers_as_before(door):
     _, _, client = door
     body = client.post("/rest/chat", json={"message": "no questions here"}).json()
-    assert set(body) == {"run_id", "reply", "stop_reason", "tool_calls", "reasoning", "status"}
+    assert set(body) == {"run_id", "reply", "stop_reason", "tool_calls", "reasoning", "status", "usage"}
     assert body["status"] == "completed" and body["stop_reason"] == "end_turn"
 
 

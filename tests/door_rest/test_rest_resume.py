@@ -87,6 +87,7 @@ def test_finish_keeps_the_turn_when_the_stream_drops(finishing: httpx.Client) ->
     assert thread["messages"][0]["content"] == SLOW
     assert thread["messages"][-1] == {
         "role": "assistant", "content": ending.data["text"], "tool_calls": [], "tool_call_id": None,
+        "usage": ending.data["usage"],  # the turn's usage is kept with its last assistant message
     }
 
 

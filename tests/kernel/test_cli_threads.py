@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 from kernel_test_helpers import run_cli
+from onedoor.builtins.scripted_extras import DOT_PNG
+from onedoor.content import Part, text_of
 from onedoor.messages import Message, ToolCall
 from onedoor.threads.sqlite import SQLiteThreadStore
+from onedoor.usage import ModelUsage
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -154,7 +157,84 @@ def test_the_store_path_option_and_a_config_without_a_store(tmp_path: Path, data
 def test_threads_alone_shows_its_commands(data_dir: Path) -> None:
     result = threads(data_dir)
     shown = result.stdout + result.stderr
-    assert result.returncode == 2 and all(name in shown for name in ("ls", "show", "rm")), shown
+    assert result.returncode == 2 and all(name in shown for name in ("ls", "show", "rm", "state")), shown
+
+
+def add_rich_thread(path: Path) -> str:
+    """A thread of `local` whose turn sent an image, got one back from a tool, cost something, and has a state."""
+
+    async def work(store: SQLiteThreadStore) -> str:
+        thread = await store.create("local", title="pictures")
+        image = Part.media("image", "image/png", data=DOT_PNG, name="dot.png")
+        messages = [
+            Message("user", text_of([Part.of_text("look"), image]), parts=(Part.of_text("look"), image)),
+            Message("assistant", "", (ToolCall("c1", "draw", {"what": "a dot"}),)),
+            Message("tool", "drew dot.png", tool_call_id="c1", parts=(image,)),
+            Message("assistant", "a dot", usage=(ModelUsage("gpt-x", "openai", 1200, 34, cache_read_tokens=1000,
+                                                            requests=2, cost=0.0042, currency="USD"),)),
+        ]
+        kept = await store.append("local", thread.id, messages, expected_version=thread.version)
+        await store.update_state("local", thread.id, {"todo": ["milk"]}, expected_version=kept.state_version)
+        return thread.id
+
+    return in_store(path, work)
+
+
+def test_show_names_the_parts_and_what_each_turn_cost(data_dir: Path) -> None:
+    thread_id = add_rich_thread(data_dir / "threads.sqlite3")
+    shown = threads(data_dir, "show", thread_id)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[2] == 'state (version 1): {"todo": ["milk"]}'
+    assert lines[4:] == [
+        "user: look",
+        "[image dot.png: image/png, 70 bytes]",
+        '  [tool draw {"what": "a dot"}]',
+        "  [tool result] drew dot.png [image dot.png: image/png, 70 bytes]",
+        "assistant: a dot",
+        "  [usage gpt-x (openai): 1,200 in, 34 out tokens (1,000 cached), 2 requests, 0.0042 USD]",
+    ]
+    full = json.loads(threads(data_dir, "show", thread_id, "--json").stdout)
+    assert full["state"] == {"todo": ["milk"]} and full["state_version"] == 1
+    assert full["messages"][0]["parts"][1]["name"] == "dot.png"
+    assert full["messages"][-1]["usage"][0]["input_tokens"] == 1200
+
+
+def test_state_shows_sets_and_patches(data_dir: Path) -> None:
+    thread_id = add_rich_thread(data_dir / "threads.sqlite3")
+    shown = threads(data_dir, "state", thread_id)
+    assert shown.returncode == 0 and json.loads(shown.stdout) == {"todo": ["milk"]}, shown.stderr
+    assert shown.stderr.strip() == f"thread {thread_id}: state version 1"
+    patched = threads(data_dir, "state", thread_id, "--patch", '[{"op": "add", "path": "/todo/-", "value": "eggs"}]')
+    assert json.loads(patched.stdout) == {"todo": ["milk", "eggs"]} and "version 2" in patched.stderr
+    replaced = threads(data_dir, "state", thread_id, "--set", '{"draft": "hi"}')
+    assert json.loads(replaced.stdout) == {"draft": "hi"} and "version 3" in replaced.stderr
+    stored = in_store(data_dir / "threads.sqlite3", lambda store: store.get("local", thread_id))
+    assert (stored.state, stored.state_version) == ({"draft": "hi"}, 3)
+
+
+@pytest.mark.parametrize("args, code, needle", [
+    (["--patch", '[{"op": "remove", "path": "/nope"}]'], 1, "does not apply"),
+    (["--patch", '{"op": "add"}'], 1, "list of JSON Patch operations"),
+    (["--set", "[1, 2]"], 1, "a state is a JSON object"),
+    (["--set", "{nope"], 2, "--set is not JSON"),
+    (["--set", "{}", "--patch", "[]"], 2, "not both"),
+])
+def test_a_state_change_that_cannot_be_made_is_one_line_and_changes_nothing(data_dir: Path, args, code, needle):
+    thread_id = add_rich_thread(data_dir / "threads.sqlite3")
+    result = threads(data_dir, "state", thread_id, *args)
+    assert result.returncode == code and result.stdout == "", result.stderr
+    assert needle in one_error_line(result)
+    stored = in_store(data_dir / "threads.sqlite3", lambda store: store.get("local", thread_id))
+    assert (stored.state, stored.state_version) == ({"todo": ["milk"]}, 1)
+
+
+def test_state_of_an_unknown_or_another_principals_thread(data_dir: Path) -> None:
+    alices = add_thread(data_dir / "threads.sqlite3", "alice", "hers")
+    for thread_id in ("t-000000000000000000000000", alices):
+        result = threads(data_dir, "state", thread_id, "--set", "{}")
+        assert result.returncode == 1 and f"no thread {thread_id!r}" in one_error_line(result)
+    assert threads(data_dir, "state", "not an id").returncode == 2
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the CLI's import check is POSIX-only here")

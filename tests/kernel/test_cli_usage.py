@@ -63,13 +63,14 @@ def test_help_is_not_a_mistake(args):
 # (typer 0.29 shows <list[str]>, <str>, <int range>, <path> where no metavar is given).
 HELP_METAVARS = {
     ("run",): ["MESSAGE", "-b, --backend NAME", "-o, --option NAME=VALUE", "--config FILE",
-               "--ask-fallback deny|allow|fail"],
+               "--ask-fallback deny|allow|fail", "--attach FILE"],
     ("chat",): ["--thread ID|new", "-o, --option NAME=VALUE", "--ask-fallback deny|allow|fail"],
     ("serve",): ["-d, --door NAME", "-t, --transport NAME", "--host ADDRESS", "--port N", "--token TOKEN",
                  "--store NAME", "-o, --option NAME=VALUE", "--config FILE"],
     ("threads", "ls"): ["--limit N", "-o, --option STORE.NAME=VALUE", "--config FILE"],
     ("threads", "show"): ["ID", "-o, --option STORE.NAME=VALUE"],
     ("threads", "rm"): ["ID", "-o, --option STORE.NAME=VALUE"],
+    ("threads", "state"): ["ID", "--set JSON", "--patch JSON", "-o, --option STORE.NAME=VALUE"],
     ("plugins",): [],
     (): [],
 }
@@ -138,6 +139,7 @@ AGREEING = [
     ["run", "--config", "some/onedoor.toml", "hi"],
     ["run", "--config=x.toml", "--json", "--", "-starts with a dash"],
     ["run", "--", "--json"],
+    ["run", "--attach", "a.png", "--attach=notes.md", "-o", "a=1", "look"],
 ]
 LEFT_TO_TYPER = [
     ["run"],
@@ -149,6 +151,7 @@ LEFT_TO_TYPER = [
     ["run", "-b=echo", "hi"],
     ["run", "hi", "-b"],
     ["run", "--nope", "hi"],
+    ["run", "--attach", "-weird.png", "hi"],
     ["serve"],
     [],
 ]

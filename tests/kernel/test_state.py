@@ -301,3 +301,49 @@ def test_the_state_a_client_replays_is_the_kernels(ops):
     assert (type(final(events)) is RunFinished) == applies
     if applies:
         assert kernel_state == model
+
+
+paths = st.lists(st.sampled_from(["a", "b", "0", "1", "-"]), min_size=1, max_size=3).map(lambda p: "/" + "/".join(p))
+ops_strategy = st.lists(
+    st.one_of(
+        st.builds(lambda p, v: {"op": "add", "path": p, "value": v}, paths, json_values),
+        st.builds(lambda p, v: {"op": "replace", "path": p, "value": v}, paths, json_values),
+        st.builds(lambda p: {"op": "remove", "path": p}, paths),
+        st.builds(lambda f, p: {"op": "move", "from": f, "path": p}, paths, paths),
+        st.builds(lambda f, p: {"op": "copy", "from": f, "path": p}, paths, paths),
+        st.builds(lambda p, v: {"op": "test", "path": p, "value": v}, paths, json_values),
+    ),
+    max_size=6,
+)
+documents = st.dictionaries(st.sampled_from(["a", "b", "c"]), json_values | st.lists(json_values, max_size=3)
+                            | st.dictionaries(st.sampled_from(["a", "b", "0"]), json_values, max_size=3), max_size=3)
+
+
+@settings(max_examples=600, deadline=None)
+@given(documents, st.lists(ops_strategy, min_size=1, max_size=4))
+def test_patches_share_what_they_leave_and_never_change_an_older_document(doc, patches):
+    """The kernel's patching copies only the containers a patch changes: every document
+    it made before stays exactly as it was, and each result equals jsonpatch's own
+    (deep-copying) result, applying or refusing alike."""
+    import copy as copying
+
+    import jsonpatch
+
+    history = [(doc, copying.deepcopy(doc))]
+    current = doc
+    for ops in patches:
+        try:
+            expected = jsonpatch.apply_patch(copying.deepcopy(current), ops, in_place=False)
+            expected_error = None
+        except Exception as exc:  # noqa: BLE001 - what the reference refuses, the kernel refuses
+            expected, expected_error = None, exc
+        try:
+            result = apply_patch(current, ops)
+        except ValueError:
+            assert expected_error is not None or not isinstance(expected, dict), ops
+        else:
+            assert expected_error is None and result == expected, (current, ops)
+            current = result
+            history.append((result, copying.deepcopy(result)))
+        for made, as_made in history:
+            assert made == as_made, "a document made earlier was changed in place"

@@ -83,6 +83,7 @@ PROVIDER = {
     "run_agent": "hermes-agent",
     "hermes_cli": "hermes-agent",
     "tools": "hermes-agent",
+    "jwt": "pyjwt",
     "toolsets": "hermes-agent",
     **{package: release.pyproject(folder)["project"]["name"] for folder, package in release.ALL.items()},
 }

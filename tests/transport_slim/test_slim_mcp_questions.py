@@ -31,6 +31,11 @@ def text_of(result) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
+def blocks_of(result) -> list[str]:
+    assert not (getattr(result, "is_error", None) or getattr(result, "isError", False)), result
+    return [getattr(block, "text", "") for block in result.content]
+
+
 def outcome_of(worker, message: str) -> dict:
     def match() -> dict | None:
         if not worker.outcomes.exists():
@@ -72,8 +77,13 @@ async def test_questions_by_elicitation_and_the_policy_over_slim(node_cluster):
     async with open_channel(options=options) as channel, mcp_streams(channel) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=mcp_timeout(60)) as session:
             await session.initialize()
-            denied = text_of(await session.call_tool("ask", {"message": "/ask rm {}"}))
-    assert denied == "Not approved (reject_once): did not run rm"
+            denied = blocks_of(await session.call_tool("ask", {"message": "/ask rm {}"}))
+    # the reply, then the note that says no person answered
+    assert denied == [
+        "Not approved (reject_once): did not run rm",
+        "The agent asked to run rm; no one could be asked here (the client did not declare the elicitation "
+        "capability), so the server's ask_fallback policy (deny) answered reject_once.",
+    ]
 
 
 async def test_a_client_that_leaves_while_asked_cancels_the_run_over_slim(node_cluster):

@@ -1,8 +1,10 @@
 """`onedoor run "…"`: one message, the reply streamed to the terminal.
 
-``run_once`` streams one reply to stdout as it is written (tool calls, reasoning and
-questions go to stderr, so stdout is the reply alone), or with ``json_lines`` prints every
-core event as one JSON object a line. The interactive door is in
+``run_once`` streams one reply to stdout as it is written (tool calls, reasoning,
+questions and the parts of a reply that are not text are named on stderr, so stdout is
+the reply alone), or with ``json_lines`` prints every core event as one JSON object a line
+(the run's usage is on its last). The message may carry files (``--attach``:
+:mod:`onedoor.builtins.attachments`). The interactive door is in
 :mod:`onedoor.builtins.terminal_door`.
 
 Questions the run asks (tool approvals, free-form questions) are asked at the terminal
@@ -18,7 +20,7 @@ cancelled and the command ends quietly, exit 0 (:mod:`onedoor.builtins.closed_st
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+from typing import Any, Sequence, TextIO
 
 from ..errors import RunRefused
 from ..events import (
@@ -26,6 +28,7 @@ from ..events import (
     QuestionAnswered,
     QuestionAsked,
     ReasoningDelta,
+    ReplyPart,
     RunFailed,
     RunFinished,
     TextDelta,
@@ -109,7 +112,10 @@ class _Screen:
                 self.note(f"[tool {event.name} {shorten(event.arguments)}]\n")
         elif isinstance(event, ToolFinished):
             if self.show_tools and self.unanswerable is None:
-                self.note(f"[tool {event.name} {'failed' if event.is_error else '->'} {shorten(event.result)}]\n")
+                made = "".join(" " + part.describe() for part in event.parts)
+                self.note(f"[tool {event.name} {'failed' if event.is_error else '->'} {shorten(event.result)}{made}]\n")
+        elif isinstance(event, ReplyPart):
+            self.note(f"[the reply holds {event.part.describe()}; `--json` shows it whole]\n")
         elif isinstance(event, (QuestionAsked, QuestionAnswered)):
             self.question(event)
         elif isinstance(event, (RunFinished, RunFailed)):
@@ -143,7 +149,7 @@ class _Screen:
 
 async def run_once(
     kernel: Kernel,
-    message: str,
+    message: str | Sequence[Any],
     *,
     history: list[Message] | None = None,
     json_lines: bool = False,
@@ -155,7 +161,7 @@ async def run_once(
     err: TextIO | None = None,
 ) -> int:
     """One run to the terminal. Exit code: 0 done, 1 failed, 130 cancelled; 0 when
-    ``out`` closes first (the run is cancelled).
+    ``out`` closes first (the run is cancelled). ``message``: text, or parts (attachments).
 
     ``interactive`` (default: stdin and stderr are terminals) asks the run's questions at
     the terminal; otherwise ``ask_fallback`` answers them.

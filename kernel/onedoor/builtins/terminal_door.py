@@ -2,7 +2,9 @@
 
 Each incoming message is a line the user typed; the reply streams back as it is
 written. Over stdio that is this terminal; over SLIM, a remote one. History is kept for
-the session; /reset forgets it.
+the session; /reset forgets it. ``/attach FILE`` sends a file with the next message
+(:mod:`onedoor.builtins.attachments`), in a local terminal only: over any other channel the
+file would be read from the server's disk. Parts of a reply that are not text are named.
 
 With the option ``thread`` (``onedoor chat --thread ID``) the conversation is a stored
 thread of the kernel's thread store, owned by the local user (principal ``local``): its
@@ -30,11 +32,13 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RunRefused
+from ..content import text_of
+from ..errors import OnedoorError, RunRefused
 from ..events import (
     STOP_CANCELLED,
     QuestionAnswered,
     ReasoningDelta,
+    ReplyPart,
     RunFailed,
     RunFinished,
     TextDelta,
@@ -46,11 +50,18 @@ from ..port import Message
 from ..questions import AskFallback, LiveAsker, PolicyAsker, check_policy
 from .console import StandingAnswers, ask_at_terminal, ctrl_c_cancels, shorten, stdin_is_a_terminal
 
+
+def describe(part: Any) -> str:
+    from .attachments import describe as named
+
+    return named(part)
+
 if TYPE_CHECKING:
     from ..composition import ServeContext
     from .terminal_threads import TerminalThread
 
-HELP = "Commands: /reset forgets the conversation, /exit (or Ctrl-D) leaves. Ctrl-C stops a reply."
+HELP = ("Commands: /attach FILE sends a file with your next message, /reset forgets the conversation, "
+        "/exit (or Ctrl-D) leaves. Ctrl-C stops a reply.")
 
 
 async def _read_at_prompt(channel: Any) -> str | None:
@@ -102,6 +113,7 @@ class TerminalDoor:
         options = ctx.options_for(self.name) or TerminalOptions()
         kernel = ctx.kernel
         history: list[Message] = []
+        attached: list[Any] = []  # parts for the next message (/attach)
         standing = StandingAnswers()  # "always" / "never" answers, for this session
         stored = None
         if options.thread:  # `onedoor run` imports this module too: the thread code loads only when used
@@ -121,21 +133,43 @@ class TerminalDoor:
                 if not text:
                     await channel.send("> ")
                     continue
+                if text == "/attach" or text.startswith("/attach "):
+                    await channel.send(self._attach(channel, kernel, text[len("/attach"):].strip(), attached) + "\n> ")
+                    continue
                 if text == "/reset":
                     history.clear()
+                    attached.clear()
                     note = await stored.restart() if stored is not None else ""
                     await channel.send(f"[conversation forgotten{note}]\n> ")
                     continue
                 if text == "/help":
                     await channel.send(HELP + "\n> ")
                     continue
-                reply = await self._turn(channel, kernel, text, history, options, stored, standing)
+                message, sent = _with_attached(text, attached)
+                reply = await self._turn(channel, kernel, message, history, options, stored, standing)
                 if reply is not None and stored is None:
-                    history.append(Message("user", text))
+                    history.append(sent)
                     history.append(Message("assistant", reply))
                 await channel.send("> ")
         except ChannelClosed:
             return
+
+    @staticmethod
+    def _attach(channel: Any, kernel: Kernel, name: str, attached: list[Any]) -> str:
+        """/attach FILE: the file goes with the next message; the line that says so."""
+        if getattr(channel, "peer", "") != "stdio":  # a remote terminal would read this server's files
+            return "[/attach works in a local terminal only: the file would be read on the server's disk]"
+        if not name:
+            listed = ", ".join(describe(p) for p in attached) or "nothing yet"
+            return f"[usage: /attach FILE; attached for your next message: {listed}]"
+        from .attachments import read_attachment
+
+        try:
+            part = read_attachment(name, kernel.limits.max_part_bytes)
+        except OnedoorError as exc:
+            return f"[{exc}]"
+        attached.append(part)
+        return f"[attached {describe(part)}: it goes with your next message]"
 
     @staticmethod
     def _asker(channel: Any, options: TerminalOptions, standing: StandingAnswers) -> Any:
@@ -161,7 +195,7 @@ class TerminalDoor:
         return LiveAsker(ask)
 
     async def _turn(
-        self, channel: Any, kernel: Kernel, text: str, history: list[Message], options: TerminalOptions,
+        self, channel: Any, kernel: Kernel, text: Any, history: list[Message], options: TerminalOptions,
         stored: "TerminalThread | None" = None, standing: StandingAnswers | None = None,
     ) -> str | None:
         asker = self._asker(channel, options, standing if standing is not None else StandingAnswers())
@@ -187,7 +221,10 @@ class TerminalDoor:
                     elif isinstance(event, ToolStarted) and options.show_tools:
                         await channel.send(f"[tool {event.name} {shorten(event.arguments)}]\n")
                     elif isinstance(event, ToolFinished) and options.show_tools:
-                        await channel.send(f"[tool {event.name} -> {shorten(event.result)}]\n")
+                        made = "".join(" " + describe(part) for part in event.parts)
+                        await channel.send(f"[tool {event.name} -> {shorten(event.result)}{made}]\n")
+                    elif isinstance(event, ReplyPart):
+                        await channel.send(f"\n{describe(event.part)}\n")
                     elif isinstance(event, QuestionAnswered) and isinstance(asker, PolicyAsker):
                         await channel.send(f"[question answered {event.answer.outcome}: nobody at a terminal, "
                                            f"ask_fallback is {options.ask_fallback}]\n")
@@ -199,6 +236,18 @@ class TerminalDoor:
                         await channel.send(f"\n[error: {event.error}]\n")
                         return None
         return None
+
+
+def _with_attached(text: str, attached: list[Any]) -> tuple[Any, Message]:
+    """The message to run (text, or text and the attached files, which go with it and no
+    further) and the user's message as the session's history keeps it."""
+    if not attached:
+        return text, Message("user", text)
+    from .attachments import message_with
+
+    parts = message_with(text, attached)
+    attached.clear()
+    return parts, Message("user", text_of(parts), parts=tuple(parts))
 
 
 door = TerminalDoor

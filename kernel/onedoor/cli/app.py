@@ -92,12 +92,17 @@ def run(
     option: List[str] | None = OptionPairs,
     config: Path | None = ConfigPath,
     ask_fallback: str | None = AskFallback,
+    attach: List[str] | None = typer.Option(
+        None, "--attach", metavar="FILE",
+        help="send this file with the message (an image, a document, a text file…); repeatable",
+    ),
 ) -> None:
     """Send one message and stream the reply as it is written. On a terminal, the agent's
     questions (tool approvals, free-form questions) are asked there. Exit code: 0 done
     (and when stdout closes first, as with `| head`: the run is cancelled), 1 failed,
     130 cancelled."""
-    request = RunRequest(message, backend, json_lines, reasoning, tuple(option or ()), config, ask_fallback)
+    request = RunRequest(message, backend, json_lines, reasoning, tuple(option or ()), config, ask_fallback,
+                         tuple(attach or ()))
     raise typer.Exit(run_command(request))
 
 
@@ -171,7 +176,8 @@ def serve(
 
 threads_app = typer.Typer(
     name="threads",
-    help="List, show and delete your stored threads: the conversations every door shares "
+    help="List, show and delete your stored threads, and see or change their shared state: the conversations "
+         "every door shares "
          "(yours: the principal 'local').",
     no_args_is_help=True,
     add_completion=False,
@@ -209,6 +215,25 @@ def threads_show(
     from ..builtins.thread_commands import show_thread, with_store
 
     raise typer.Exit(with_store(list(option or []), config, lambda s: show_thread(s, thread_id, as_json=as_json)))
+
+
+@threads_app.command("state")
+@_ends_quietly_when_stdout_closes
+def threads_state(
+    thread_id: str = typer.Argument(..., metavar="ID", help="the thread's id"),
+    set_to: str | None = typer.Option(None, "--set", metavar="JSON", help="replace the state with this JSON object"),
+    patch: str | None = typer.Option(
+        None, "--patch", metavar="JSON", help='change the state with this JSON Patch, e.g. \'[{"op": "add", '
+        '"path": "/todo", "value": []}]\''
+    ),
+    option: List[str] | None = StoreOptions,
+    config: Path | None = ConfigPath,
+) -> None:
+    """Show a thread's shared state (JSON on stdout, its version on stderr), or change it."""
+    from ..builtins.thread_commands import thread_state, with_desk
+
+    raise typer.Exit(with_desk(list(option or []), config,
+                               lambda desk: thread_state(desk, thread_id, set_to=set_to, patch=patch)))
 
 
 @threads_app.command("rm")

@@ -15,8 +15,9 @@ from ..questions import POLICIES
 # `onedoor run`'s options, as the typer command declares them (tests check both agree).
 RUN_VALUE_OPTIONS = {
     "-b": "backend", "--backend": "backend", "-o": "option", "--option": "option", "--config": "config",
-    "--ask-fallback": "ask_fallback",
+    "--ask-fallback": "ask_fallback", "--attach": "attach",
 }
+REPEATABLE = ("option", "attach")
 ASK_FALLBACKS = POLICIES
 RUN_FLAGS = {"--json": "json_lines", "--reasoning": "reasoning"}
 
@@ -32,6 +33,7 @@ class RunRequest:
     options: tuple[str, ...] = ()
     config: Path | None = None
     ask_fallback: str | None = None  # None: the terminal door's option (onedoor.toml, environment), else deny
+    attach: tuple[str, ...] = ()  # files to send with the message
 
 
 def parse_run_args(args: Sequence[str]) -> RunRequest | None:
@@ -45,7 +47,7 @@ def parse_run_args(args: Sequence[str]) -> RunRequest | None:
     if not args or args[0] != "run":
         return None
     found: dict[str, object] = {}
-    options: list[str] = []
+    repeated: dict[str, list[str]] = {name: [] for name in REPEATABLE}
     positional: list[str] = []
     rest = list(args[1:])
     while rest:
@@ -69,8 +71,8 @@ def parse_run_args(args: Sequence[str]) -> RunRequest | None:
         if value.startswith("-"):
             return None
         field = RUN_VALUE_OPTIONS[name]
-        if field == "option":
-            options.append(value)
+        if field in repeated:
+            repeated[field].append(value)
         else:
             found[field] = value
     if len(positional) != 1:
@@ -81,9 +83,10 @@ def parse_run_args(args: Sequence[str]) -> RunRequest | None:
         backend=found.get("backend"),  # type: ignore[arg-type]
         json_lines=bool(found.get("json_lines")),
         reasoning=bool(found.get("reasoning")),
-        options=tuple(options),
+        options=tuple(repeated["option"]),
         config=Path(config) if isinstance(config, str) else None,
         ask_fallback=found.get("ask_fallback"),  # type: ignore[arg-type]
+        attach=tuple(repeated["attach"]),
     )
 
 
@@ -128,6 +131,11 @@ def run_command(request: RunRequest) -> int:
     terminal = terminal_options(request, mine)
     message = read_stdin_message() if request.message == "-" else request.message
     kernel = kernel_for(request.backend, [p for p in pairs if p not in mine], request.config)
+    if request.attach:  # files are read only when asked for: a plain run imports nothing more
+        from ..builtins.attachments import message_with, read_attachment
+
+        limit = kernel.limits.max_part_bytes
+        message = message_with(message, [read_attachment(name, limit) for name in request.attach])
     return asyncio.run(run_once(
         kernel, message, json_lines=request.json_lines,
         show_reasoning=request.reasoning or terminal.show_reasoning,  # type: ignore[attr-defined]
@@ -137,6 +145,6 @@ def run_command(request: RunRequest) -> int:
 
 
 __all__ = [
-    "ASK_FALLBACKS", "RUN_FLAGS", "RUN_VALUE_OPTIONS", "RunRequest", "parse_run_args", "read_stdin_message", "run_command",
+    "ASK_FALLBACKS", "REPEATABLE", "RUN_FLAGS", "RUN_VALUE_OPTIONS", "RunRequest", "parse_run_args", "read_stdin_message", "run_command",
     "terminal_options",
 ]

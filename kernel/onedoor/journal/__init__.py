@@ -42,7 +42,8 @@ from .cursors import (
     parse_cursor,
     read_cursor,
 )
-from .local import ON_DISCONNECT, Journaled, Journals, OnDisconnect, RunJournal
+from .index import Journals
+from .local import ON_DISCONNECT, Journaled, OnDisconnect, RunJournal
 from .shared import (
     LEASE_RENEW,
     LEASE_TTL,

@@ -40,10 +40,19 @@ class LeaseKeeper:
         if run_id not in self.open:
             return
         self.open.discard(run_id)  # renewed no more, whatever the store says now
+        if not self.open:
+            self.stop()
         store = turn_leases(self.host.store)
         if store is not None:
             with contextlib.suppress(Exception):
                 await store.turn_close(run_id)
+
+    def stop(self) -> None:
+        """No lease is open (or the kernel shuts down): the renewing task ends now, not at its
+        next wake-up (an event loop closed meanwhile would find it pending)."""
+        if self._renewing is not None and not self._renewing.done():
+            self._renewing.cancel()
+        self._renewing = None
 
     async def _renew(self) -> None:
         while self.open:

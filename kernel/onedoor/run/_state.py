@@ -7,13 +7,13 @@ from typing import Any
 
 from ..errors import ContractViolation
 from ..events import StateDelta, StateSnapshot
-from ..state import apply_patch, checked_state, state_chars
+from ..state import apply_patch, checked_state, size_bound, state_chars
 
 
 class RunState:
     """The state of one run, from its first response to its last."""
 
-    __slots__ = ("value", "limit", "changes", "base_version", "shown_at_start")
+    __slots__ = ("value", "limit", "changes", "base_version", "shown_at_start", "_size")
 
     def __init__(self, value: dict[str, Any] | None, limit: int, base_version: int = 0, *, shown: bool = False) -> None:
         self.value = value
@@ -23,6 +23,7 @@ class RunState:
         # the stream starts with a StateSnapshot (after RunStarted): a client sent a state, or
         # the thread has one; a reader replaying the run from its start gets the state it began with
         self.shown_at_start = shown
+        self._size = -1  # characters of the state's JSON, at most (-1: not known; measure it)
 
     def copy(self) -> dict[str, Any] | None:
         """The state now, as a copy a backend may change freely."""
@@ -38,21 +39,31 @@ class RunState:
         try:
             if isinstance(event, StateSnapshot):
                 # one fresh copy, shared by the event, the value and the change: none of them
-                # is changed in place (a patch makes a new document)
+                # is changed in place (a patch makes a new document, sharing what it leaves)
                 new = checked_state(event.state, self.limit)
                 self.changes.append(("snapshot", new))
-                self.value = new
+                self.value, self._size = new, -1
                 return StateSnapshot(new)
             ops = checked_state({"ops": list(event.ops)}, self.limit)["ops"]  # JSON, and a copy
-            new = apply_patch(self.value or {}, ops)  # a new document of JSON values
-            size = state_chars(new)  # (raises ValueError for what is not JSON)
-            if size > self.limit:
-                raise ValueError(f"the state would have {size:,} characters; the limit is {self.limit:,}")
+            new = apply_patch(self.value or {}, ops)
+            self._check_size(new, ops)
         except ValueError as exc:
             raise ContractViolation(f"a state change was refused: {exc}") from None
         self.changes.append(("delta", ops))
         self.value = new
         return StateDelta(tuple(ops))
+
+    def _check_size(self, new: dict[str, Any], ops: Any) -> None:
+        """ValueError when ``new`` is past the limit. Measured only when a bound of what the
+        patches since the last measure added could pass it: most deltas are not."""
+        added = size_bound(ops)
+        if self._size >= 0 and added >= 0 and self._size + added <= self.limit:
+            self._size += added
+            return
+        size = state_chars(new)
+        if size > self.limit:
+            raise ValueError(f"the state would have {size:,} characters; the limit is {self.limit:,}")
+        self._size = size
 
     def replayed_on(self, stored: dict[str, Any]) -> dict[str, Any]:
         """The run's changes applied again, in order, on ``stored`` (another door changed the

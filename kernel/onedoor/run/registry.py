@@ -226,6 +226,7 @@ class RunRegistry:
             _, late = await asyncio.wait(waits, timeout=grace)
             for wait in late:
                 wait.cancel()
+        self.leases.stop()
         return len(runs)
 
 

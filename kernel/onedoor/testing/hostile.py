@@ -14,10 +14,15 @@ send a normal request and check it still works; check stderr holds no ``Tracebac
 on stdio, that stdout holds only protocol bytes). ``RAW`` messages hold no newline, so
 they can be sent as one NDJSON line as they are; :data:`RAW_LINE_BREAKING` has the few that
 must not travel on a line-framed transport.
+
+A third part, :data:`CONTENT`, is for the doors that take content parts (images, files):
+messages a server must refuse before any run, each with the reason the kernel gives
+(:class:`ContentCase`), under :data:`CONTENT_LIMITS`.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from dataclasses import dataclass
@@ -188,6 +193,66 @@ def all_raw(*, jsonrpc: bool = False, line_framed: bool = False) -> list[Case]:
     return cases
 
 
+@dataclass(frozen=True)
+class ContentCase:
+    """A message's content a server must refuse before any run starts (nothing stored):
+    ``parts`` in onedoor's part JSON (``Part.to_dict``; a door sends them its protocol's
+    way, or, for a part its protocol cannot express, as the protocol's own malformed
+    input), and the kernel's ``reason``: ``invalid``, ``too_large`` or ``unsupported``
+    (HTTP doors: 422, 413, 415)."""
+
+    name: str
+    parts: tuple[Any, ...]
+    reason: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# Run :data:`CONTENT` on a kernel with these limits (onedoor.Limits fields): small enough
+# that the oversize cases stay under an HTTP body limit of 64 KiB.
+CONTENT_LIMITS: dict[str, Any] = {
+    "max_parts": 16, "max_part_bytes": 16 * 1024, "max_content_bytes": 32 * 1024,
+    "media_types": ("image/*", "application/pdf", "text/plain"),
+}
+
+_PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _image(data: bytes, media_type: str = "image/png", **extra: Any) -> dict[str, Any]:
+    return {"type": "image", "data": _b64(data), "media_type": media_type, **extra}
+
+
+CONTENT: list[ContentCase] = [
+    ContentCase("bad-base64", ({"type": "image", "data": "not*base64!", "media_type": "image/png"},), "invalid"),
+    ContentCase("base64-with-spaces", ({"type": "image", "data": "iVBO Rw0K", "media_type": "image/png"},), "invalid"),
+    ContentCase("lying-media-type", (_image(b"\xff\xd8\xff\xe0 a jpeg"),), "invalid"),
+    ContentCase("empty-image", (_image(b""),), "invalid"),
+    ContentCase("pdf-that-is-text", ({"type": "document", "data": _b64(b"hello"), "media_type": "application/pdf"},),
+                "invalid"),
+    ContentCase("image-of-audio-type", ({"type": "image", "data": _b64(b"RIFF1234WAVE"), "media_type": "audio/wav"},),
+                "invalid"),
+    ContentCase("not-a-media-type", (_image(_PNG, "png"),), "invalid"),
+    ContentCase("inline-without-media-type", ({"type": "image", "data": _b64(_PNG)},), "invalid"),
+    ContentCase("file-url", ({"type": "image", "uri": "file:///etc/passwd", "media_type": "image/png"},), "invalid"),
+    ContentCase("javascript-url", ({"type": "document", "uri": "javascript:alert(1)"},), "invalid"),
+    ContentCase("data-url-not-base64", ({"type": "image", "uri": "data:image/png,abc"},), "invalid"),
+    ContentCase("part-not-an-object", ("an image",), "invalid"),
+    ContentCase("nested-part-lists", ([[[[[{"type": "text", "text": "deep"}]]]]],), "invalid"),
+    ContentCase("unknown-kind", ({"type": "hologram", "data": _b64(b"x")},), "unsupported"),
+    ContentCase("media-type-not-allowed", ({"type": "audio", "data": _b64(b"RIFF\x00\x00WAVE"), "media_type": "audio/wav"},),
+                "unsupported"),
+    ContentCase("oversize-part", (_image(_PNG + bytes(20 * 1024)),), "too_large"),
+    ContentCase("oversize-message", tuple(_image(_PNG + bytes(12 * 1024), name=f"p{i}.png") for i in range(3)), "too_large"),
+    ContentCase("too-many-parts", tuple({"type": "text", "text": "x"} for _ in range(17)), "too_large"),
+    ContentCase("long-part-list", tuple({"type": "text", "text": ""} for _ in range(5000)), "too_large"),
+]
+
+
 TRACEBACK_MARKERS = ("Traceback (most recent call last)", "Exception in ASGI application", "Task exception was never retrieved")
 
 
@@ -199,4 +264,7 @@ def traceback_in(text: str) -> str | None:
     return None
 
 
-__all__ = ["Case", "JSONRPC", "RAW", "RAW_LINE_BREAKING", "VALUES", "all_raw", "mutations", "traceback_in"]
+__all__ = [
+    "CONTENT", "CONTENT_LIMITS", "Case", "ContentCase", "JSONRPC", "RAW", "RAW_LINE_BREAKING", "VALUES", "all_raw",
+    "mutations", "traceback_in",
+]

@@ -13,7 +13,8 @@ COMMANDS: list[dict[str, Any]] = [
     {"name": "reset", "description": "forget this session's conversation (keeps the session)"},
     {"name": "backend", "description": "show or switch the backend that answers",
      "input": {"hint": "backend name"}},
-    {"name": "model", "description": "same as /backend", "input": {"hint": "backend name"}},
+    {"name": "model", "description": "show or switch the model that answers (the model picker does the same)",
+     "input": {"hint": "model id"}},
     {"name": "version", "description": "show onedoor, door, protocol and backend versions"},
 ]
 NAMES = {c["name"] for c in COMMANDS}
@@ -45,12 +46,14 @@ async def run(door: Any, session: Any, name: str, arg: str) -> str:
     if name == "reset":
         count = await door.sessions.reset(session)
         return f"Conversation reset ({count} messages forgotten)."
-    if name in ("backend", "model"):
+    if name == "backend":
         choices = door.backends.choices()
         if not arg:
-            return f"Backend: {session.backend}. Available: {', '.join(choices)}. Switch with /{name} NAME."
+            return f"Backend: {session.backend}. Available: {', '.join(choices)}. Switch with /backend NAME."
         await door.switch_backend(session, arg)
         return f"Backend switched to {arg}."
+    if name == "model":
+        return await _model(door, session, arg)
     if name == "version":
         from importlib.metadata import PackageNotFoundError, version
 
@@ -65,3 +68,14 @@ async def run(door: Any, session: Any, name: str, arg: str) -> str:
             f"agent-client-protocol {v('agent-client-protocol')} (ACP protocol version 1), backend {session.backend}"
         )
     return f"unknown command /{name}"
+
+
+async def _model(door: Any, session: Any, arg: str) -> str:
+    models = await door.backends.models(session.backend)
+    if not arg:
+        if not models:
+            return f"Backend {session.backend} offers no model choice. Switch the backend with /backend NAME."
+        ids = ", ".join(m["id"] for m in models)
+        return f"Model: {await door.backends.model_of(session)}. Available: {ids}. Switch with /model ID."
+    await door.switch_model(session, arg)
+    return f"Model switched to {arg}."

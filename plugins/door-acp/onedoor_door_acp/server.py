@@ -4,8 +4,10 @@
 request into a call of the method of the same name on :class:`AcpServer` (a plain
 class: methods it lacks answer -32601). Every request runs in its own task, so
 ``session/cancel`` arrives while ``session/prompt`` streams. A prompt is a slash command
-(:mod:`.commands`) or a turn (:mod:`.turn`); the backend choices are in :mod:`.backends`,
-the error replies in :mod:`.errors`.
+(:mod:`.commands`) or a turn (:mod:`.turn`); the backend and model choices are in
+:mod:`.backends` (the picker's shapes in :mod:`.models`), the error replies in :mod:`.errors`.
+``session/set_model`` (the older, unstable model picker) is routed here too: ``acp``
+has no route for it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from onedoor.threads.stores import data_dir
 from onedoor.wire import jsonrpc
 
 from . import commands
+from . import models as picker
 from .backends import Backends
 from .bridge import REQUEST_ID, ChannelTransport, guarded
 from .content import as_dict, plain_text
@@ -58,8 +61,10 @@ class AcpServer:
     async def serve(self) -> None:
         from acp.agent.router import build_agent_router
         from acp.connection import Connection
+        from acp.router import Route
 
         router = build_agent_router(self, use_unstable_protocol=True)  # type: ignore[arg-type]
+        router.add_route(Route(method="session/set_model", func=self._set_model_request, kind="request"))
         hooks = self.ctx.kernel.hooks or getattr(self.ctx, "hooks", None)
         handler = guarded(router, hooks, getattr(self.ctx, "transport_name", "") or "")
         self.conn = Connection(handler, self.transport, listening=False)
@@ -101,16 +106,58 @@ class AcpServer:
         if not os.path.isabs(cwd):
             raise invalid(f"cwd must be an absolute path, got {cwd!r}")
 
-    # -- backends ------------------------------------------------------------------------
+    # -- backends and models --------------------------------------------------------------
+    @staticmethod
+    def _idle(session: Session, what: str) -> None:
+        if session.turn is not None:
+            raise error(jsonrpc.INVALID_REQUEST, f"a prompt is running in this session; switch the {what} when it "
+                                                 "has ended (or cancel it)")
+
     def _set_backend(self, session: Session, name: str) -> None:
+        self._idle(session, "backend")
         self.backends.kernel_for(name)  # an invalid-params error if it cannot answer
         session.backend = name
         self.sessions.save(session)
 
+    async def _set_model(self, session: Session, model_id: Any) -> None:
+        self._idle(session, "model")
+        await self.backends.check_model(session, model_id)  # an invalid-params error if it cannot answer
+        self._idle(session, "model")  # a prompt may have started meanwhile
+        session.settings = picker.with_choice(session.settings, session.backend, model_id)
+        self.sessions.save(session)
+
+    async def _config_changed(self, session: Session) -> None:
+        await self.notify(session.id, {"sessionUpdate": "config_option_update",
+                                       "configOptions": await self.backends.config_options(session)})
+
     async def switch_backend(self, session: Session, name: str) -> None:
-        """``/backend NAME``: the session's backend, and the editor told of the new config option."""
+        """``/backend NAME``: the session's backend, and the editor told of the new config options."""
         self._set_backend(session, name)
-        await self.notify(session.id, {"sessionUpdate": "config_option_update", "configOptions": self.backends.config_options(session)})
+        await self._config_changed(session)
+
+    async def switch_model(self, session: Session, model_id: str) -> None:
+        """``/model ID`` and ``session/set_model``: the session's model, and the editor told of the new config options."""
+        await self._set_model(session, model_id)
+        await self._config_changed(session)
+
+    async def _session_reply(self, session: Session, **fields: Any) -> dict[str, Any]:
+        """A reply of session/new, load, resume or fork: ``fields``, the config options and, when
+        the backend lists models, ``models``. A plain dict: ``acp``'s models have no ``models``
+        field and drop a custom category."""
+        reply = {**fields, "configOptions": await self.backends.config_options(session)}
+        state = await self.backends.model_state(session)
+        if state is not None:
+            reply["models"] = state
+        return reply
+
+    async def _set_model_request(self, params: Any) -> Any:
+        """``session/set_model`` ``{sessionId, modelId}`` -> ``{}``."""
+        params = params if isinstance(params, dict) else {}
+        session_id, model_id = params.get("sessionId"), params.get("modelId")
+        if not isinstance(session_id, str) or not isinstance(model_id, str):
+            raise invalid("session/set_model takes sessionId and modelId, both strings")
+        await self.switch_model(await self._session(session_id), model_id)
+        return {}
 
     # -- ACP methods ---------------------------------------------------------------------
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **_: Any) -> Any:
@@ -183,15 +230,13 @@ class AcpServer:
         self.transport.after_reply(follow_up)
 
     async def new_session(self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any) -> Any:
-        from acp.schema import NewSessionResponse
-
         self._check_cwd(cwd)
         try:
             session = await self.sessions.create(cwd, additional_directories)
         except OnedoorError as exc:  # the thread store refused (e.g. it is unreachable)
             raise error(jsonrpc.INTERNAL_ERROR, f"could not create a session: {exc}") from None
         await self._opened(session, mcp_servers)
-        return NewSessionResponse(session_id=session.id, config_options=self.backends.config_options(session))
+        return await self._session_reply(session, sessionId=session.id)
 
     async def _open(self, session_id: str, cwd: str) -> Session:
         self._check_cwd(cwd)
@@ -201,8 +246,6 @@ class AcpServer:
             raise not_found(exc, session_id) from None
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, additional_directories: Any = None, **_: Any) -> Any:
-        from acp.schema import LoadSessionResponse
-
         session = await self._open(session_id, cwd)
         try:
             history = await self.sessions.history(session)
@@ -211,25 +254,21 @@ class AcpServer:
         for update in replay(history):
             await self.notify(session.id, update)
         await self._opened(session, mcp_servers)
-        return LoadSessionResponse(config_options=self.backends.config_options(session))
+        return await self._session_reply(session)
 
     async def resume_session(self, session_id: str, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any) -> Any:
-        from acp.schema import ResumeSessionResponse
-
         session = await self._open(session_id, cwd)
         await self._opened(session, mcp_servers)
-        return ResumeSessionResponse(config_options=self.backends.config_options(session))
+        return await self._session_reply(session)
 
     async def fork_session(self, session_id: str, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **_: Any) -> Any:
-        from acp.schema import ForkSessionResponse
-
         self._check_cwd(cwd)
         try:
             session = await self.sessions.fork(session_id, cwd)
         except UnknownSession as exc:
             raise not_found(exc, session_id) from None
         await self._opened(session, mcp_servers)
-        return ForkSessionResponse(session_id=session.id, config_options=self.backends.config_options(session))
+        return await self._session_reply(session, sessionId=session.id)
 
     async def close_session(self, session_id: str, **_: Any) -> Any:
         session = await self._session(session_id)
@@ -255,12 +294,19 @@ class AcpServer:
 
     async def set_config_option(self, config_id: str, session_id: str, value: Any, **_: Any) -> Any:
         session = await self._session(session_id)
-        if config_id != "backend":
-            raise invalid(f"unknown config option {config_id!r}; this agent has: backend")
-        if not isinstance(value, str):
-            raise invalid("the backend option takes a backend name")
-        self._set_backend(session, value)
-        return {"configOptions": self.backends.config_options(session)}
+        if config_id == "backend":
+            if not isinstance(value, str):
+                raise invalid("the backend option takes a backend name")
+            self._set_backend(session, value)
+        elif config_id == picker.MODEL_OPTION and await self.backends.models(session.backend):
+            if not isinstance(value, str):
+                raise invalid("the model option takes a model id")
+            await self._set_model(session, value)
+        else:
+            have = ", ".join(o["id"] for o in await self.backends.config_options(session))
+            raise invalid(f"unknown config option {str(config_id)[:100]!r}; this session has: {have}"
+                          + (f" (backend {session.backend!r} offers no model choice)" if config_id == picker.MODEL_OPTION else ""))
+        return {"configOptions": await self.backends.config_options(session)}
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         session = self.sessions.live.get(session_id)

@@ -182,12 +182,12 @@ def user_message(message: str | list[dict[str, Any]], kernel: Any) -> dict[str, 
 
 async def run_turn(door: Any, session: Session, blocks: list[dict[str, Any]]) -> Any:
     """Run the prompt ``blocks`` as a turn of ``session`` on the connection ``door``; the prompt's reply."""
-    kernel = door.backends.kernel_for(session.backend)
     turn = Turn(door, session)
-    session.turn = turn  # from here a second prompt is refused and a cancel applies
+    session.turn = turn  # from here a second prompt (or a model switch) is refused and a cancel applies
     if REQUEST_ID.get() in door.cancelled_requests:
         turn.cancel()
     try:
+        kernel = await door.backends.kernel_of(session)  # its backend, on the model it picked
         message = await _message(turn, blocks, kernel)
         tools = await _editor_tools(door, session, kernel)
         where = await door.sessions.prepare_turn(session, turn)  # the history, or the thread

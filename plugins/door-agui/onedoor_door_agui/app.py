@@ -9,6 +9,7 @@ POST /agui/cancel      ``{"runId": ..., "threadId": ...}``: stop a run (also one
                        waiting for answers); a stream being read ends with
                        RUN_FINISHED and the cancelled outcome
 GET  /agui/info        protocol version, endpoint and options
+GET  /agui/capabilities  AG-UI ``AgentCapabilities`` (:mod:`.capabilities`)
 GET  /agui/threads...  the caller's stored threads (the transport's thread endpoints,
                        with this door's views: :mod:`.threaded`)
 GET  /agui/runs/{id}/events  an AG-UI run again, from its start or a cursor
@@ -25,6 +26,13 @@ runId in use…). Every run streams through the kernel's journal (:mod:`.segment
 what a reader needs to come back), with this door's per-run
 :class:`~.translate.Translator` as the encoder.
 
+Content parts (:mod:`.content`) are checked before anything is stored or run, against the
+kernel's limits and what its backend takes: 415 ``unsupported_content``, 413 ``too_large``,
+422 ``invalid_request``. The input's ``state`` is the run's shared state (:func:`.threaded.run_state`
+says how it is read against a thread's); its ``context`` goes to the backend in
+``extras["context"]``. Each request is served inside ``onedoor.observe.observed_request``
+with the W3C trace context of its headers, which runs get as their ``meta``.
+
 Questions (human in the loop): runs get a ``SuspendAsker``. A question ends the response
 with the interrupt outcome and parks the run in the kernel. A resume answers
 (:mod:`.interrupts`) and streams the rest of the run as a new AG-UI run (the input's
@@ -39,26 +47,38 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, MutableMapping
 
-from onedoor import Answer, CursorExpired, QuestionAsked, QuestionError, ServeContext, SuspendAsker, WireError
+from onedoor import (
+    CursorExpired,
+    Part,
+    QuestionAsked,
+    ServeContext,
+    SuspendAsker,
+    WireError,
+    observed_request,
+    trace_meta,
+)
 from onedoor.questions import clip
+from onedoor.run.admission import check_content
+from onedoor.threads import keeps_state
 from onedoor.wire import json_type
 from onedoor_transport_http.errors import REFUSED, UNKNOWN_RUN, send_error, send_json, send_refusal
 from onedoor_transport_http.guard import read_json
-from onedoor_transport_http.journal_stream import JournalSource, open_source, requested_cursor, seq_of
-from onedoor_transport_http.sse import SSE_HEADERS, EventStream
+from onedoor_transport_http.journal_stream import JournalSource, event_stream, open_source, requested_cursor, seq_of
 from onedoor_transport_http.thread_endpoints import ThreadEndpoints
 
 from . import segments
-from .convert import NO_USER_MESSAGE, InputError, ResumeRequest, build_request, build_resume, is_resume
-from .interrupts import answer_for
+from .capabilities import capabilities
+from .convert import NO_USER_MESSAGE, InputError, build_request, is_resume
+from .replay import StateReplay
+from .resume import ResumeRoutes
 from .segments import Segment
-from .threaded import AguiThreadViews, open_thread, snapshot_base
+from .threaded import AguiThreadViews, final_state, holds_history, open_thread, run_state, snapshot_base
 from .translate import PROTOCOL_VERSION, Translator, encode_all
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
-class AguiApp:
+class AguiApp(ResumeRoutes):
     def __init__(
         self,
         kernel: Any,
@@ -84,10 +104,13 @@ class AguiApp:
             path = path[len(root) :]
         path = path.rstrip("/")
         method = scope["method"]
-        try:
-            await self._route(scope, receive, send, path, method)
-        except REFUSED as exc:  # a kernel refusal before anything streamed: the transport's table
-            await send_refusal(send, exc)
+        headers = dict(scope.get("headers") or ())
+        async with observed_request(self.kernel.hooks, door=self.door_name, transport="http", method=f"{method} {path or '/'}",
+                                    meta=trace_meta(headers), principal=self.principal_of(scope)):
+            try:
+                await self._route(scope, receive, send, path, method)
+            except REFUSED as exc:  # a kernel refusal before anything streamed: the transport's table
+                await send_refusal(send, exc)
 
     async def _route(self, scope: dict[str, Any], receive: Any, send: Send, path: str, method: str) -> None:
         if path in ("", "/run"):
@@ -105,6 +128,8 @@ class AguiApp:
             await self.reattach(scope, receive, send, path[len("/runs/") : -len("/events")])
         elif path == "/info" and method in ("GET", "HEAD"):
             await send_json(send, 200, self.info(scope))
+        elif path == "/capabilities" and method in ("GET", "HEAD"):
+            await send_json(send, 200, capabilities(self.kernel, self.door_name, PROTOCOL_VERSION))
         else:
             await send_error(send, 404, "not_found", f"no route for {method} {scope['path']}")
 
@@ -157,19 +182,22 @@ class AguiApp:
             await self.resume(scope, receive, send, data)
             return
         try:
-            request = build_request(data)
+            request = build_request(data, self._check_parts)
         except InputError as exc:
             await send_error(send, 422, "invalid_request", str(exc))
             return
         principal = self.principal_of(scope)
-        thread = None
-        if self.kernel.store is not None:
-            thread = await open_thread(self.kernel.threads, principal, request)
+        thread, made = None, False
+        store = self.kernel.store
+        if store is not None:
+            thread, made = await open_thread(self.kernel.threads, principal, request, store)
         elif not request.has_user:
             await send_error(send, 422, "invalid_request", NO_USER_MESSAGE)
             return
+        stored = thread is not None and keeps_state(store)
+        state, version = run_state(thread if stored else None, request)
         run = self.kernel.run(
-            request.prompt,
+            request.message,
             history=None if thread is not None else request.history,
             thread=thread,
             tools=request.tools,
@@ -178,6 +206,9 @@ class AguiApp:
             extras=request.extras,
             asker=self.asker,
             principal=principal,
+            state=state,
+            state_version=version,
+            meta=trace_meta(dict(scope.get("headers") or ())),
         )
         base = snapshot_base(thread, request) if thread is not None else request.messages
         translator = Translator(
@@ -186,8 +217,16 @@ class AguiApp:
             record=self._records(request),
             input_messages=base,
             snapshot_ids="h" if thread is not None else None,
+            client_state=request.state if isinstance(request.state, dict) else None,
+            final_state=final_state(run) if stored else None,
+            join=thread is not None and not made and not request.refuses_snapshot and not holds_history(thread, request),
         )
         await self._stream(scope, receive, send, run, translator, self._finishes(request.forwarded_props, thread is not None))
+
+    def _check_parts(self, parts: list[dict[str, Any]]) -> tuple[str, tuple[Part, ...]]:
+        """A message's parts under the kernel's content limits, of kinds its backend takes (RunRefused)."""
+        backend = self.kernel.backend
+        return check_content(self.kernel.limits, parts, frozenset(backend.accepts), backend.name)
 
     def _finishes(self, props: Any, threaded: bool) -> bool:
         """Whether the run goes on after its client leaves: the door option, or a threaded
@@ -199,6 +238,8 @@ class AguiApp:
     def _records(self, request: Any) -> bool:
         """Whether this run ends with a MESSAGES_SNAPSHOT (the snapshot options)."""
         options = self.options
+        if getattr(request, "refuses_snapshot", False):
+            return False
         return options.snapshot == "always" or (
             options.snapshot != "never"
             and (request.wants_snapshot or (options.snapshot_after > 0 and len(request.messages) >= options.snapshot_after))
@@ -213,7 +254,7 @@ class AguiApp:
         segment = Segment(
             translator.run_id, translator.thread_id, journal.last_seq, translator.prefix,
             parent_run_id=translator.parent_run_id, carried=dict(translator.carried),
-            snapshot_base=list(translator.input_messages), snapshot_ids=translator.snapshot_ids,
+            snapshot_base=list(translator.input_messages), snapshot_ids=translator.snapshot_ids, join=translator.join,
         )
         segments.note(journals, journal, segment)
 
@@ -235,7 +276,7 @@ class AguiApp:
             return encode_all(translator.finish(None if error is None else f"the AG-UI door failed: {error}"))
 
         options = self.options
-        await EventStream(source, encode, close=close, keepalive=options.keepalive, coalesce=options.coalesce)(
+        await event_stream(source, encode, close=close, keepalive=options.keepalive, coalesce=options.coalesce)(
             scope, receive, send
         )
 
@@ -278,92 +319,19 @@ class AguiApp:
         translator = Translator(
             segment.thread_id, segment.agui_run_id, id_prefix=segment.id_prefix, record=True,
             input_messages=segment.snapshot_base, parent_run_id=segment.parent_run_id, carried=segment.carried,
-            snapshot_ids=segment.snapshot_ids,
+            snapshot_ids=segment.snapshot_ids, join=segment.join,
         )
         cursor = journal.cursor
+        missed = StateReplay()
 
         def encode(pair: tuple[int, Any]) -> bytes:
             frames = translator.feed_sse(pair[1])
-            return with_id(frames, cursor(pair[0])) if pair[0] > seen else b""
+            if pair[0] <= seen:
+                missed.skipped(pair[1])
+                return b""
+            return missed.before() + with_id(frames, cursor(pair[0]))
 
         await self._send_stream(scope, receive, send, source, encode, translator, replayed=seen)
-
-    # -- interrupts ------------------------------------------------------------------------
-    def _answers(self, request: ResumeRequest, principal: str) -> tuple[list[Answer], str, Segment]:
-        """The kernel's answers for the resume entries, the kernel run they continue, and the
-        AG-UI run that was interrupted; QuestionError (nothing answered) for an entry that
-        names no open question of this thread."""
-        answers: list[Answer] = []
-        run_id: str | None = None
-        parent: Segment | None = None
-        for interrupt_id, status, payload in request.entries:
-            located = self.kernel.question(interrupt_id, principal=principal)
-            journal = self.kernel.journals.get(located[0], principal) if located is not None else None
-            segment = segments.last(journal)
-            if located is None or located[1] is None or segment is None or segment.thread_id != request.thread_id:
-                raise self._closed_reason(interrupt_id, principal)
-            if run_id is not None and located[0] != run_id:
-                raise QuestionError("invalid", "the entries answer interrupts of different runs; resume one run at a time")
-            run_id, parent = located[0], segment
-            answers.append(answer_for(located[1], status, payload))
-        assert run_id is not None and parent is not None
-        return answers, run_id, parent
-
-    def _closed_reason(self, interrupt_id: str, principal: str) -> QuestionError:
-        """Why ``interrupt_id`` cannot be answered here: the kernel's expired/answered, else unknown
-        (an open question of another thread is unknown, as far as this client goes)."""
-        try:
-            self.kernel.check_question(interrupt_id, principal=principal)
-        except QuestionError as exc:
-            if exc.reason in ("expired", "answered"):
-                return exc
-        return QuestionError("unknown", f"no open interrupt {clip(interrupt_id)} on this thread")
-
-    async def resume(self, scope: dict[str, Any], receive: Any, send: Send, data: dict[str, Any]) -> None:
-        try:
-            request = build_resume(data)
-        except InputError as exc:
-            await send_error(send, 422, "invalid_request", str(exc))
-            return
-        principal = self.principal_of(scope)
-        self.kernel.check_run_id(request.run_id)  # before anything is answered: the new AG-UI run's id is free
-        try:
-            answers, run_id, parent = self._answers(request, principal)
-            run = self.kernel.resume(answers, principal=principal, door=self.door_name, run_id=run_id)
-        except QuestionError as exc:
-            if exc.reason == "expired" and self._all_abandoned_expired(request, principal):
-                await self._abandoned(send, request, principal)
-                return
-            raise
-        translator = Translator(
-            request.thread_id,
-            request.run_id,
-            record=self._records(request),
-            input_messages=request.messages,
-            parent_run_id=parent.agui_run_id,
-            carried=parent.left_open,
-        )
-        finish = self._finishes(request.forwarded_props, getattr(self.kernel, "store", None) is not None)
-        await self._stream(scope, receive, send, run, translator, finish)
-
-    def _all_abandoned_expired(self, request: ResumeRequest, principal: str) -> bool:
-        return all(
-            status == "cancelled" and self._closed_reason(interrupt_id, principal).reason == "expired"
-            for interrupt_id, status, _ in request.entries
-        )
-
-    async def _abandoned(self, send: Send, request: ResumeRequest, principal: str) -> None:
-        """Expired interrupts abandoned (the spec's way past them): the parked run already
-        ended cancelled, so this run has nothing to do and says so."""
-        parent = None
-        for interrupt_id, _, _ in request.entries:
-            located = self.kernel.question(interrupt_id, principal=principal)
-            segment = segments.last(self.kernel.journals.get(located[0], principal)) if located is not None else None
-            if segment is not None and segment.thread_id == request.thread_id:
-                parent = parent or segment.agui_run_id
-        translator = Translator(request.thread_id, request.run_id, parent_run_id=parent)
-        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        await send({"type": "http.response.body", "body": encode_all(translator.finish()), "more_body": False})
 
 
 def with_id(frames: bytes, cursor: str) -> bytes:

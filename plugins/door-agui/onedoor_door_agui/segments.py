@@ -31,6 +31,7 @@ class Segment:
     snapshot_base: list[dict[str, Any]] = field(default_factory=list)
     snapshot_ids: str | None = None
     left_open: dict[str, tuple[str, str]] = field(default_factory=dict)  # at its interrupt: calls its resume carries
+    join: bool = False  # its translation starts with a MESSAGES_SNAPSHOT (a client that joined the thread)
 
 
 def note(journals: Any, journal: Any, segment: Segment) -> None:

@@ -9,7 +9,12 @@ principal holds is refused (409), and their thread is never read.
 Stored messages go back to clients as AG-UI messages (:func:`to_agui`): the thread
 endpoint and the MESSAGES_SNAPSHOT of a threaded run use them. Their ids are ``h0``,
 ``h1``… (the message's place in the thread); a snapshot numbers the run's own messages on
-from there, so a client merging it by id ends with the thread's order.
+from there, so a client merging it by id ends with the thread's order. User and tool
+messages with parts go back as AG-UI parts (:mod:`.content`).
+
+The thread's shared state: the thread endpoint shows it with its version
+(``state``, ``stateVersion``); a run's input state is read against it by
+:func:`run_state` (what goes to ``kernel.run(state=..., state_version=...)``).
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from onedoor import Message, RunRefused, Thread, ThreadError
-from onedoor.threads import title_from
+from onedoor.threads import keeps_state, title_from
 
+from .content import to_agui_parts, tool_content
 from .convert import NO_USER_MESSAGE, RunRequest
 from .translate import _arguments_text
 
@@ -27,7 +33,12 @@ def to_agui(messages: Sequence[Message], prefix: str = "h") -> list[dict[str, An
     """Stored messages as AG-UI messages (camelCase dicts, ids ``h0``, ``h1``…)."""
     out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
-        item: dict[str, Any] = {"id": f"{prefix}{index}", "role": message.role, "content": message.content}
+        content: Any = message.content
+        if message.parts and message.role == "user":
+            content = to_agui_parts(message.parts)
+        elif message.parts and message.role == "tool":
+            content = tool_content(message.content, message.parts)
+        item: dict[str, Any] = {"id": f"{prefix}{index}", "role": message.role, "content": content}
         if message.role == "assistant" and message.tool_calls:
             item["toolCalls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _arguments_text(c.arguments)}}
@@ -46,11 +57,12 @@ def _unanswered(thread: Thread, new: Sequence[Message]) -> list[Message]:
     return [m for m in new if m.role != "tool" or m.tool_call_id not in answered]
 
 
-async def open_thread(desk: Any, principal: str, request: RunRequest) -> Thread:
+async def open_thread(desk: Any, principal: str, request: RunRequest, store: Any = None) -> tuple[Thread, bool]:
     """The caller's thread for this run (``kernel.threads``), created when new, with the
-    input's new user and tool messages (those before the prompt) added; a ThreadError
-    (``taken``, ``invalid``, ``too_large``…) when it cannot be, a RunRefused for an input
-    with nothing to answer."""
+    input's new user and tool messages (those before the prompt) added, and whether it was
+    made now; a ThreadError (``taken``, ``invalid``, ``too_large``…) when it cannot be, a
+    RunRefused for an input with nothing to answer or (before anything is added) a state
+    based on a version the thread's state has moved on from (``state_conflict``)."""
     title = title_from([*request.history, Message("user", request.prompt)])
     try:
         thread, made = await desk.open(principal, request.thread_id, create=request.has_user, title=title)
@@ -66,7 +78,51 @@ async def open_thread(desk: Any, principal: str, request: RunRequest) -> Thread:
         raise RunRefused("invalid", "the messages end with an assistant message: nothing new to answer on this thread")
     else:
         added = _unanswered(thread, request.new)
-    return await desk.add(thread, added)
+    if keeps_state(store):
+        run_state(thread, request)  # a stale state is refused before anything is added
+    return await desk.add(thread, added), made
+
+
+def run_state(thread: Thread | None, request: RunRequest) -> tuple[dict[str, Any] | None, int | None]:
+    """``(state, state_version)`` for ``kernel.run``: what the client's input state means.
+
+    None or ``{}`` without a ``stateVersion``: the client holds nothing to add (an official
+    client sends ``{}`` before it has seen a state), so the thread's state is used. A state
+    equal to the thread's: nothing changes (None). Any other state is the client's edit,
+    kept with the thread; with ``stateVersion`` only if the thread's state is still at that
+    version (RunRefused ``state_conflict`` otherwise), without it whatever the version is.
+    Without a thread: the state sent (``{}`` and None: none).
+    """
+    state, version = request.state, request.state_version
+    if state is None or (state == {} and version is None):
+        return None, None
+    if thread is None:
+        return state, None
+    if state == thread.state:
+        return None, None
+    if version is not None and version != thread.state_version:
+        raise RunRefused("state_conflict", f"the state sent is based on version {version} of thread {thread.id!r}'s "
+                         f"state, which is now at version {thread.state_version}: read it again "
+                         "(GET threads/{id}) and send your change on top of it")
+    return state, version
+
+
+def final_state(run: Any) -> Any:
+    """What a stored thread's run's translation reads at its end (``Translator(final_state=...)``):
+    the thread's stored state, its version, and the state the run's events made."""
+
+    def read() -> tuple[dict[str, Any], int, dict[str, Any] | None] | None:
+        thread = run.thread
+        return None if thread is None else (thread.state, thread.state_version, run.state)
+
+    return read
+
+
+def holds_history(thread: Thread, request: RunRequest) -> bool:
+    """Whether the client's input shows the thread's history (as many user messages before
+    the prompt as the thread holds): a client that joins a thread started elsewhere does not."""
+    stored = sum(1 for m in thread.messages if m.role == "user")
+    return request.held_users >= stored
 
 
 def snapshot_base(thread: Thread, request: RunRequest) -> list[dict[str, Any]]:
@@ -85,6 +141,8 @@ def thread_view(thread: Thread) -> dict[str, Any]:
         "threadId": thread.id,
         "title": thread.title,
         "messages": to_agui(thread.messages),
+        "state": thread.state,
+        "stateVersion": thread.state_version,
         "createdAt": thread.created_at,
         "updatedAt": thread.updated_at,
     }
@@ -98,8 +156,6 @@ def summary_view(summary: Any) -> dict[str, Any]:
         "createdAt": summary.created_at,
         "updatedAt": summary.updated_at,
     }
-
-
 
 
 class AguiThreadViews:
@@ -121,4 +177,7 @@ class AguiThreadViews:
         return 200, {"deleted": True, "threadId": thread_id}
 
 
-__all__ = ["AguiThreadViews", "open_thread", "snapshot_base", "summary_view", "thread_view", "to_agui"]
+__all__ = [
+    "AguiThreadViews", "final_state", "holds_history", "open_thread", "run_state", "snapshot_base", "summary_view", "thread_view",
+    "to_agui",
+]

@@ -8,14 +8,20 @@ core event             AG-UI events
 =====================  ===============================================================
 RunStarted             RUN_STARTED (threadId, runId, protocolVersion)
 TextDelta              TEXT_MESSAGE_START once, then TEXT_MESSAGE_CONTENT
+ReplyPart              the part named in the reply's text (as ``text_of`` names it, so the
+                       text equals the thread's), and ACTIVITY_SNAPSHOT ``onedoor.part``
+                       carrying it as an AG-UI part (assistant messages hold text only)
 ReasoningDelta         REASONING_START + REASONING_MESSAGE_START once, then
                        REASONING_MESSAGE_CONTENT
 ToolStarted            TOOL_CALL_START, TOOL_CALL_ARGS, TOOL_CALL_END
-ToolFinished           TOOL_CALL_RESULT
+ToolFinished           TOOL_CALL_RESULT (content: its text, or with parts a list of parts)
+StateSnapshot          STATE_SNAPSHOT; the kernel's first one is left out when it equals
+                       the state the client sent (``client_state``)
+StateDelta             STATE_DELTA
 RunFinished            RUN_FINISHED with outcome success (pendingToolCallIds for
                        frontend tools left open) or cancelled; stop_reason
-                       ``suspended``: the interrupt outcome (:mod:`.interrupts`)
-RunFailed              RUN_ERROR
+                       ``suspended``: the interrupt outcome (:mod:`.interrupts`); ``usage``
+RunFailed              RUN_ERROR (``usage``)
 QuestionAsked          nothing yet: its interrupt goes into the RUN_FINISHED that follows
 QuestionAnswered       CUSTOM ``onedoor.question_answered`` (interruptId, outcome, how)
 =====================  ===============================================================
@@ -25,6 +31,12 @@ whose RUN_STARTED names the interrupted run in ``parentRunId``. Tool calls the
 interrupted run left open (the one waiting for approval) are ``carried`` over: when one
 finishes, the call is reopened (TOOL_CALL_START with the same id, name and parent, then
 TOOL_CALL_END, no arguments) so that its TOOL_CALL_RESULT refers to a call of this run.
+
+At the end (``final_state``, a stored thread's run): a STATE_SNAPSHOT of the thread's state
+when it is not what the stream's events made (another client changed it meanwhile, or the
+run's changes could not be kept), and ``metadata.onedoor.stateVersion`` on RUN_FINISHED /
+RUN_ERROR: the version a client's next state is based on. ``join``: a MESSAGES_SNAPSHOT
+right after RUN_STARTED, for a client that does not hold the thread's history.
 
 Open text and reasoning messages are closed before anything that must not nest in them
 and before the terminal event. There is exactly one terminal event: events after it are
@@ -38,8 +50,7 @@ It imports nothing but the standard library and the kernel's events, questions a
 from __future__ import annotations
 
 import json
-import uuid
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from onedoor import (
     STOP_CANCELLED,
@@ -48,9 +59,12 @@ from onedoor import (
     QuestionAnswered,
     QuestionAsked,
     ReasoningDelta,
+    ReplyPart,
     RunFailed,
     RunFinished,
     RunStarted,
+    StateDelta,
+    StateSnapshot,
     TextDelta,
     ToolFinished,
     ToolStarted,
@@ -59,7 +73,10 @@ from onedoor import (
     encode_json,
 )
 
+from .content import tool_content
+from .extras_out import token_usage, with_version
 from .interrupts import question_to_interrupt
+from .texts import TextMessages
 
 PROTOCOL_VERSION = "1.0"
 
@@ -95,7 +112,7 @@ def _result_text(result: Any) -> str:
     return _dumps(result)
 
 
-class Translator:
+class Translator(TextMessages):
     """Translate one run's core events into AG-UI events.
 
     ``record`` keeps the messages this run produces so that :meth:`snapshot` can
@@ -105,7 +122,9 @@ class Translator:
     ``snapshot_ids`` (a stored thread's runs): the snapshot numbers this run's messages
     after the input's (``h5``, ``h6``…) instead of using their streamed ids, so that a
     client that merges snapshots by id (the official one keeps the messages it knows in
-    place and appends the others) ends with the thread in its order.
+    place and appends the others) ends with the thread in its order. ``client_state``,
+    ``final_state`` and ``join``: see the module docstring (``final_state()`` returns
+    ``(stored state, its version, the state the stream made)``, or None).
     """
 
     def __init__(
@@ -119,40 +138,25 @@ class Translator:
         parent_run_id: str | None = None,
         carried: dict[str, tuple[str, str]] | None = None,
         snapshot_ids: str | None = None,
+        client_state: dict[str, Any] | None = None,
+        final_state: Callable[[], tuple[dict[str, Any], int, dict[str, Any] | None] | None] | None = None,
+        join: bool = False,
     ) -> None:
         self.thread_id = thread_id
-        self.snapshot_ids = snapshot_ids  # renumber this run's messages in a snapshot: f"{snapshot_ids}{position}"
+        self.client_state = client_state
+        self.final_state = final_state
+        self.join = join
+        self._fresh = True  # nothing but RUN_STARTED translated yet
         self.run_id = run_id
         self.parent_run_id = parent_run_id
         self.carried = dict(carried or {})  # open calls of the interrupted run: id -> (name, parent)
         self.parents: dict[str, str] = {}  # tool call id -> its parent message id
         self.interrupts: list[dict[str, Any]] = []  # from QuestionAsked, for the interrupt outcome
-        self.prefix = id_prefix if id_prefix is not None else f"m{uuid.uuid4().hex[:12]}-"
-        self._count = 0
+        super().__init__(id_prefix, record, input_messages, snapshot_ids)
         self.started = False
         self.ended = False
-        self.text_id: str | None = None  # open text message
-        self.reasoning_id: str | None = None  # open reasoning message
-        self.last_assistant: str | None = None  # assistant message that is last in the client's list
         self.pending: dict[str, str] = {}  # tool calls started without a result: id -> name
-        self.record = record
-        self.input_messages = list(input_messages)
-        self.messages: list[dict[str, Any]] = []  # this run's messages, when recording
-        self._by_id: dict[str, dict[str, Any]] = {}
-        self._parts: dict[str, list[str]] = {}
-        self._content_head = b""  # the start of a CONTENT frame for the open text message
         self.outcome: dict[str, Any] | None = None  # the terminal event, once sent
-
-    # -- ids and recording ----------------------------------------------------------------
-    def _new_id(self) -> str:
-        self._count += 1
-        return f"{self.prefix}{self._count}"
-
-    def _remember(self, message: dict[str, Any], text: bool = False) -> None:
-        self.messages.append(message)
-        self._by_id[message["id"]] = message
-        if text:
-            self._parts[message["id"]] = []
 
     # -- the translation --------------------------------------------------------------------
     def feed_sse(self, event: Any) -> bytes:
@@ -160,12 +164,13 @@ class Translator:
 
         The common case, one more delta of an open text message, skips building a dict.
         """
-        if type(event) is TextDelta and self.text_id is not None and not self.ended:
+        if type(event) is TextDelta and self.text_id is not None and not self.ended and not self._newline_due:
             text = event.text
             if not text:
                 return b""
             if self.record:
                 self._parts[self.text_id].append(text)
+            self._tail = text[-1]
             return self._content_head + encode_json(text) + b"}\n\n"
         out = self.feed(event)
         if len(out) == 1:
@@ -177,37 +182,26 @@ class Translator:
         if self.ended:
             return []
         kind = type(event)
-        if kind is TextDelta:
-            text = event.text
-            if not text:
-                return []
-            if self.text_id is not None:
-                if self.record:
-                    self._parts[self.text_id].append(text)
-                return [{"type": "TEXT_MESSAGE_CONTENT", "messageId": self.text_id, "delta": text}]
-            out = self._start() if not self.started else []
-            self._close_reasoning(out)
-            mid = self.text_id = self.last_assistant = self._new_id()
-            self._content_head = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":' + encode_json(mid) + b',"delta":'
-            out.append({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"})
-            out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": text})
-            if self.record:
-                self._remember({"id": mid, "role": "assistant", "content": ""}, text=True)
-                self._parts[mid].append(text)
-            return out
         if kind is RunStarted:
             return self._start() if not self.started else []
         out = self._start() if not self.started else []
-        if kind is ReasoningDelta:
+        fresh, self._fresh = self._fresh, False
+        if kind is TextDelta:
+            self._text(event.text, out)
+        elif kind is StateSnapshot or kind is StateDelta:
+            self._state(event, fresh, out)
+        elif kind is ReplyPart:
+            self._reply_part(event, out)
+        elif kind is ReasoningDelta:
             self._reasoning(event.text, out)
         elif kind is ToolStarted:
             self._tool_started(event, out)
         elif kind is ToolFinished:
             self._tool_finished(event, out)
         elif kind is RunFinished:
-            self._finished(event.stop_reason, out)
+            self._finished(event.stop_reason, out, event.usage)
         elif kind is RunFailed:
-            self._failed(str(event.error), out)
+            self._failed(str(event.error), out, usage=event.usage)
         elif kind is QuestionAsked:
             self.interrupts.append(question_to_interrupt(event.question))
         elif kind is QuestionAnswered:
@@ -215,6 +209,12 @@ class Translator:
             value = {"interruptId": answer.question_id, "outcome": answer.outcome, "how": answer.how}
             out.append({"type": "CUSTOM", "name": "onedoor.question_answered", "value": value})
         return out
+
+    def _state(self, event: StateSnapshot | StateDelta, fresh: bool, out: list[dict[str, Any]]) -> None:
+        if isinstance(event, StateDelta):
+            out.append({"type": "STATE_DELTA", "delta": list(event.ops)})
+        elif not (fresh and self.client_state is not None and event.state == self.client_state):
+            out.append({"type": "STATE_SNAPSHOT", "snapshot": event.state})
 
     def open_calls(self) -> dict[str, tuple[str, str]]:
         """Tool calls started (here or carried over) without a result: id -> (name, parent message id)."""
@@ -240,38 +240,7 @@ class Translator:
         event = {"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id, "protocolVersion": PROTOCOL_VERSION}
         if self.parent_run_id is not None:
             event["parentRunId"] = self.parent_run_id
-        return [event]
-
-    def _close_text(self, out: list[dict[str, Any]]) -> None:
-        if self.text_id is not None:
-            out.append({"type": "TEXT_MESSAGE_END", "messageId": self.text_id})
-            if self.record:
-                self._by_id[self.text_id]["content"] = "".join(self._parts.pop(self.text_id))
-            self.text_id = None
-
-    def _close_reasoning(self, out: list[dict[str, Any]]) -> None:
-        rid = self.reasoning_id
-        if rid is not None:
-            out.append({"type": "REASONING_MESSAGE_END", "messageId": rid})
-            out.append({"type": "REASONING_END", "messageId": rid})
-            if self.record:
-                self._by_id[rid]["content"] = "".join(self._parts.pop(rid))
-            self.reasoning_id = None
-
-    def _reasoning(self, text: str, out: list[dict[str, Any]]) -> None:
-        if not text:
-            return
-        if self.reasoning_id is None:
-            self._close_text(out)
-            rid = self.reasoning_id = self._new_id()
-            self.last_assistant = None
-            out.append({"type": "REASONING_START", "messageId": rid})
-            out.append({"type": "REASONING_MESSAGE_START", "messageId": rid, "role": "reasoning"})
-            if self.record:
-                self._remember({"id": rid, "role": "reasoning", "content": ""}, text=True)
-        if self.record:
-            self._parts[self.reasoning_id].append(text)
-        out.append({"type": "REASONING_MESSAGE_CONTENT", "messageId": self.reasoning_id, "delta": text})
+        return [event, self.snapshot()] if self.join else [event]
 
     def _tool_started(self, event: ToolStarted, out: list[dict[str, Any]]) -> None:
         self._close_reasoning(out)
@@ -307,7 +276,8 @@ class Translator:
             out.append({"type": "TOOL_CALL_END", "toolCallId": event.call_id})
         mid = self._new_id()
         self.last_assistant = None
-        content = _result_text(event.result)
+        text = _result_text(event.result)
+        content = tool_content(text, event.parts) if event.parts else text
         result: dict[str, Any] = {"type": "TOOL_CALL_RESULT", "messageId": mid, "toolCallId": event.call_id, "content": content, "role": "tool"}
         if event.is_error:
             result["metadata"] = {"isError": True}
@@ -315,14 +285,10 @@ class Translator:
         if self.record:
             message: dict[str, Any] = {"id": mid, "role": "tool", "toolCallId": event.call_id, "content": content}
             if event.is_error:
-                message["error"] = content
+                message["error"] = text
             self._remember(message)
 
-    def _close_all(self, out: list[dict[str, Any]]) -> None:
-        self._close_reasoning(out)
-        self._close_text(out)
-
-    def _finished(self, stop_reason: str, out: list[dict[str, Any]]) -> None:
+    def _finished(self, stop_reason: str, out: list[dict[str, Any]], usage: Any = ()) -> None:
         self._close_all(out)
         if stop_reason == STOP_SUSPENDED:
             if not self.interrupts:  # never from the kernel: a suspended ending follows its question
@@ -337,30 +303,35 @@ class Translator:
             outcome = {"type": "success"}
         if self.record:
             out.append(self.snapshot())
-        event = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id, "outcome": outcome}
+        event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id, "outcome": outcome}
+        if usage:
+            event["usage"] = token_usage(usage)
+        if stop_reason != STOP_SUSPENDED:  # a parked run keeps its state changes until it ends
+            self._end_state(event, out)
         out.append(event)
         self.outcome = event
         self.ended = True
 
-    def _failed(self, error: str, out: list[dict[str, Any]], code: str = "run_failed") -> None:
+    def _failed(self, error: str, out: list[dict[str, Any]], code: str = "run_failed", usage: Any = ()) -> None:
         self._close_all(out)
-        event = {"type": "RUN_ERROR", "message": error or "the run failed", "code": code}
+        event: dict[str, Any] = {"type": "RUN_ERROR", "message": error or "the run failed", "code": code}
+        if usage:
+            event["usage"] = token_usage(usage)
+        self._end_state(event, out)
         out.append(event)
         self.outcome = event
         self.ended = True
 
-    def snapshot(self) -> dict[str, Any]:
-        """A MESSAGES_SNAPSHOT of the input's messages plus this run's so far."""
-        messages = list(self.input_messages)
-        for message in self.messages:
-            copy = dict(message)
-            parts = self._parts.get(message["id"])
-            if parts is not None:
-                copy["content"] = "".join(parts)
-            if self.snapshot_ids is not None:
-                copy["id"] = f"{self.snapshot_ids}{len(messages)}"
-            messages.append(copy)
-        return {"type": "MESSAGES_SNAPSHOT", "messages": messages}
+    def _end_state(self, terminal: dict[str, Any], out: list[dict[str, Any]]) -> None:
+        """The thread's state at the end, when the stream did not make it, and its version."""
+        found = self.final_state() if self.final_state is not None else None
+        if found is None:
+            return
+        stored, version, streamed = found
+        if stored != (streamed if streamed is not None else {}):
+            out.append({"type": "STATE_SNAPSHOT", "snapshot": stored})
+        with_version(terminal, version)
+
 
 
 def translate(

@@ -224,7 +224,7 @@ def make_app(ctx: ServeContext, options: McpOptions | None = None, door: str = "
         # token, and the names clients use are unknown here. Origin is still checked.
         hosts = ["*"]
     origins = allowed_origins(options, bind_host)
-    server, _tool = build(ctx.kernel, options, door)
+    server, _tool = build(ctx.kernel, options, door, ctx.transport_name or "http")
     mounted = endpoint is not None  # the transport's guard checks Host and Origin for us
     manager = sdk.session_manager(
         server,

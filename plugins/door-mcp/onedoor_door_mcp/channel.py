@@ -71,25 +71,27 @@ def decode(text: str) -> tuple[Any, str | None]:
         return jsonrpc.error_response(data.get("id"), jsonrpc.INVALID_REQUEST, str(exc)), str(exc)
 
 
-async def serve(channel: Any, kernel: Kernel, options: McpOptions | None = None, door: str = "mcp") -> None:
+async def serve(
+    channel: Any, kernel: Kernel, options: McpOptions | None = None, door: str = "mcp", transport: str = ""
+) -> None:
     """Serve one MCP session over ``channel`` until the peer closes it.
 
     When the peer closes its side (end of stdin: the MCP stdio shutdown), runs in
     progress are cancelled (their backends stopped), requests already read are still
     answered, and the session ends within :data:`SHUTDOWN_GRACE` seconds.
     """
-    await ChannelSession(channel, kernel, options, door).serve()
+    await ChannelSession(channel, kernel, options, door, transport).serve()
 
 
 class ChannelSession:
     """One MCP session over one channel: a reader, a writer and the SDK's server between them."""
 
-    def __init__(self, channel: Any, kernel: Kernel, options: McpOptions | None, door: str) -> None:
+    def __init__(self, channel: Any, kernel: Kernel, options: McpOptions | None, door: str, transport: str = "") -> None:
         import anyio
 
         self.channel = channel
         self.peer = getattr(channel, "peer", "peer")
-        self.server, self.tool = build(kernel, options, door)
+        self.server, self.tool = build(kernel, options, door, transport or "channel")
         self.to_server, self.from_peer = anyio.create_memory_object_stream[Any](64)  # SessionMessages
         self.to_peer, self.outgoing = anyio.create_memory_object_stream[Any](64)  # SessionMessages and error dicts
         self.answers = self.to_peer.clone()  # the bridge's own error responses share the one writer

@@ -32,7 +32,7 @@ class McpDoor:
     async def serve_channel(self, channel: Any, ctx: ServeContext) -> None:
         from .channel import serve
 
-        await serve(channel, ctx.kernel, self._options(ctx), door=self.name)
+        await serve(channel, ctx.kernel, self._options(ctx), door=self.name, transport=ctx.transport_name)
 
 
 door = McpDoor

@@ -13,6 +13,11 @@ class McpOptions:
     tool_description: str = field(default="", metadata={"help": "tool description (default: one naming the backend)"})
     server_name: str = field(default="onedoor", metadata={"help": "MCP server name reported at initialize"})
     instructions: str = field(default="", metadata={"help": "server instructions (default: how to use the tool)"})
+    state_tool: str = field(
+        default="",
+        metadata={"help": "name of a second tool that changes a stored thread's shared state (a JSON Patch or a whole "
+                  "state, at a version); empty: no such tool (the state is still readable as a resource)"},
+    )
     progress_tools: bool = field(default=True, metadata={"help": "also report the agent's tool calls as progress"})
     stateless: bool = field(default=False, metadata={"help": "HTTP: stateless mode (no sessions; cancel cannot reach a call)"})
     allowed_hosts: list[str] = field(
@@ -39,4 +44,6 @@ class McpOptions:
     def __post_init__(self) -> None:
         if not self.tool_name.strip():
             raise ValueError("tool_name must not be empty")
+        if self.state_tool and self.state_tool == self.tool_name:
+            raise ValueError("state_tool must differ from tool_name")
         check_policy(self.ask_fallback)

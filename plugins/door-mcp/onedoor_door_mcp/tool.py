@@ -5,6 +5,14 @@ Text deltas and tool calls go out as progress notifications while the run goes o
 SDK's handler task; the run itself is consumed in a task of its own, so a cancelled
 call can still stop the backend properly (``run.cancel()``, then wait for the end).
 
+The message may carry ``attachments`` (:mod:`.attachments`), checked by the kernel before
+any run; the agent's output parts come back as MCP content blocks after the reply's text
+(:mod:`.blocks`). The result's ``structuredContent`` (:mod:`.schema`) and its
+``_meta["onedoor/usage"]`` carry the run's token usage; on a stored thread the
+structured content also holds the thread's shared state as stored after the call. The
+request's W3C trace context (``traceparent`` / ``tracestate`` in its ``_meta``) goes to the
+kernel with the run, for observers.
+
 The agent's questions (tool approvals, free-form questions) go to the client as
 elicitation within the call when it declared the capability (:mod:`.elicit`); the run
 waits meanwhile, so no progress goes out until the answer came. Otherwise the door's
@@ -20,16 +28,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from onedoor import (
     STOP_CANCELLED,
     Asker,
     Kernel,
+    Part,
     PolicyAsker,
     QuestionAnswered,
     QuestionAsked,
+    ReplyPart,
     RunFailed,
     RunFinished,
     RunRefused,
@@ -37,53 +47,25 @@ from onedoor import (
     TextDelta,
     ToolFinished,
     ToolStarted,
+    trace_meta,
 )
+from onedoor.run.admission import check_content
+from onedoor.threads import keeps_state
+from onedoor.usage import usage_to_json
 from onedoor.wire.jsonrpc import INVALID_PARAMS
 
-from .answers import ANSWERS_SCHEMA, AnswerLog
+from .answers import AnswerLog
+from .attachments import to_parts
+from .blocks import block_of
 from .elicit import live_asker
+from .schema import ROLES, input_schema, output_schema
 from .sdk import Outcome, Peer, Progress, ProtocolError, current_session
-from .threads import (
-    THREAD_PROPERTIES,
-    check_thread_arguments,
-    discard_unused,
-    open_thread,
-    output_schema,
-    thread_note,
-)
+from .threads import check_thread_arguments, discard_unused, open_thread, thread_note
 
-ROLES = ["user", "assistant", "system"]
-ARGUMENTS = {"message", "history", "thread", "new_thread"}
-META_KIND = "onedoor/event"  # key in a progress notification's _meta: text, tool_started, tool_finished
-
-
-def input_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "message": {
-                "type": "string",
-                "minLength": 1,
-                "description": "What to ask or tell the agent, in plain language.",
-            },
-            "history": {
-                "type": "array",
-                "description": "Earlier turns of this conversation, oldest first, to continue it. "
-                "Omit for a fresh conversation.",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "role": {"type": "string", "enum": ROLES},
-                        "content": {"type": "string"},
-                    },
-                    "required": ["role", "content"],
-                },
-            },
-            **THREAD_PROPERTIES,
-        },
-        "required": ["message"],
-        "additionalProperties": False,
-    }
+ARGUMENTS = {"message", "attachments", "history", "thread", "new_thread"}
+META_KIND = "onedoor/event"  # key in a progress notification's _meta: text, part, tool_started, tool_finished
+USAGE_META = "onedoor/usage"  # key in a result's _meta: the run's token usage
+REFUSED_META = "onedoor/refused"  # key in a refused call's _meta: the kernel's reason
 
 
 @dataclass(frozen=True)
@@ -94,11 +76,19 @@ class AskRequest:
     history: list[dict[str, Any]]
     thread: str | None = None  # continue this stored thread
     new_thread: bool = False  # start a stored thread
+    attachments: list[dict[str, Any]] = field(default_factory=list)  # onedoor part dicts, after the message's text
 
 
 def _short(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def refused(exc: RunRefused) -> Outcome:
+    """A run the kernel refused (before it started), as the tool error the calling model reads."""
+    hint = f" (retry after {exc.retry_after:g} s)" if exc.retry_after else ""
+    return Outcome(f"The agent refused the request ({exc.reason}): {exc}{hint}", is_error=True,
+                   meta={REFUSED_META: exc.reason})
 
 
 class AskTool:
@@ -129,8 +119,8 @@ class AskTool:
                 "name": self.name,
                 "title": "Ask the agent",
                 "description": self.description,
-                "inputSchema": input_schema(),
-                "outputSchema": _output_schema(),
+                "inputSchema": input_schema(self.kernel.backend.accepts),
+                "outputSchema": output_schema(),
                 "annotations": {"title": "Ask the agent", "readOnlyHint": False, "openWorldHint": True},
             }
         ]
@@ -143,8 +133,8 @@ class AskTool:
         unknown = sorted(set(arguments) - ARGUMENTS)
         if unknown:
             raise ValueError(
-                f"unknown argument(s): {', '.join(unknown)}; expected 'message' and optional 'history', "
-                "'thread' or 'new_thread'"
+                f"unknown argument(s): {', '.join(unknown)}; expected 'message' and optional 'attachments', "
+                "'history', 'thread' or 'new_thread'"
             )
         message = arguments.get("message")
         if not isinstance(message, str) or not message.strip():
@@ -160,7 +150,19 @@ class AskTool:
                     f"history[{index}] must be an object with 'role' ({', '.join(ROLES)}) and 'content' (a string)"
                 )
         thread, new_thread = check_thread_arguments(arguments)
-        return AskRequest(message, history, thread, new_thread)
+        return AskRequest(message, history, thread, new_thread, to_parts(arguments.get("attachments")))
+
+    def message_of(self, request: AskRequest) -> str | list[Part]:
+        """What goes to ``kernel.run``: the text, or the text and the attachments as checked
+        parts (RunRefused before anything runs: ``invalid``, ``too_large``, ``unsupported_content``)."""
+        if not request.attachments:
+            return request.message
+        backend = self.kernel.backend
+        _text, parts = check_content(
+            self.kernel.limits, [{"type": "text", "text": request.message}, *request.attachments],
+            backend.accepts, backend.name,
+        )
+        return list(parts)
 
     def asker_for(self, peer: Peer | None) -> Asker:
         """Elicitation for a client that declared it; the ``ask_fallback`` policy otherwise."""
@@ -182,7 +184,11 @@ class AskTool:
             return Outcome(f"Invalid arguments for {self.name!r}: {exc}", is_error=True)
         if self.closing:
             return Outcome("The session is closing; the call was not run.", is_error=True)
-        principal = ServeContext.principal_of(getattr(getattr(peer, "request", None), "scope", None))
+        principal = ServeContext.principal_of(peer.scope if peer is not None else None)
+        try:
+            message = self.message_of(request)
+        except RunRefused as exc:
+            return refused(exc)
         thread = None
         if request.thread is not None or request.new_thread:
             try:
@@ -192,14 +198,13 @@ class AskTool:
         asker, answers = self._asking(peer)
         try:
             run = self.kernel.run(
-                request.message, history=None if thread is not None else request.history, thread=thread,
-                principal=principal, door=self.door, asker=asker,
+                message, history=None if thread is not None else request.history, thread=thread,
+                principal=principal, door=self.door, asker=asker, meta=trace_meta(peer.meta if peer is not None else None),
             )
         except RunRefused as exc:
             if thread is not None and request.new_thread:
                 await discard_unused(self.kernel.threads, principal, thread)
-            hint = f" (retry after {exc.retry_after:g} s)" if exc.retry_after else ""
-            return Outcome(f"The agent refused the request ({exc.reason}): {exc}{hint}", is_error=True)
+            return refused(exc)
         self.active.add(run)
         session = current_session()
         if session is not None:
@@ -231,6 +236,8 @@ class AskTool:
             outcome.notes = (*outcome.notes, thread_note(thread_id))
             if outcome.structured is not None:
                 outcome.structured["thread"] = thread_id
+        if outcome.structured is not None:
+            outcome.structured.update(self._state_of(run, thread_id is not None))
         if answers.answers:  # who answered the agent's questions, on every outcome
             note = answers.note()
             if note is not None:
@@ -239,14 +246,29 @@ class AskTool:
                 outcome.structured["answers"] = answers.records()
         return outcome
 
+    def _state_of(self, run: Any, on_thread: bool) -> dict[str, Any]:
+        """The state for the structured content: the thread's as stored after the run (it
+        went before the terminal event), or the run's own on a call without a thread."""
+        if on_thread:
+            thread = run.thread
+            if thread is None or not keeps_state(self.kernel.store):
+                return {}
+            return {"state": thread.state, "state_version": thread.state_version}
+        return {"state": run.state} if run.state is not None else {}
+
     async def _events(self, run: Any, progress: Progress | None, answers: AnswerLog) -> Outcome:
         sending = progress is not None
+        parts: list[Part] = []  # the reply's and the tools' parts, in the order they came
         async with run:
             async for event in run:
                 kind = type(event)
                 if kind is TextDelta:
                     if sending and event.text:
                         sending = await self._send(run, progress, event.text, {META_KIND: "text"})
+                elif kind is ReplyPart:
+                    parts.append(event.part)
+                    if sending:
+                        sending = await self._send(run, progress, event.part.describe() + "\n", {META_KIND: "part"})
                 elif kind is ToolStarted:
                     if sending and self.progress_tools:
                         sending = await self._send(
@@ -254,6 +276,7 @@ class AskTool:
                             {META_KIND: "tool_started", "call_id": event.call_id, "name": event.name},
                         )
                 elif kind is ToolFinished:
+                    parts.extend(event.parts)
                     if sending and self.progress_tools:
                         mark = "failed" if event.is_error else "->"
                         sending = await self._send(
@@ -264,12 +287,8 @@ class AskTool:
                     answers.asked(event.question)
                 elif kind is QuestionAnswered:
                     answers.answered(event.answer)
-                elif kind is RunFinished:
-                    if event.stop_reason == STOP_CANCELLED:
-                        return Outcome(f"The run was cancelled. Partial reply: {event.text}", is_error=True)
-                    return Outcome(event.text, structured={"reply": event.text})
-                elif kind is RunFailed:
-                    return Outcome(f"The agent run failed: {event.error}", is_error=True)
+                elif kind is RunFinished or kind is RunFailed:
+                    return _ending(event, tuple(block_of(p, run.run_id, i) for i, p in enumerate(parts)))
         return Outcome("The agent run ended without a result.", is_error=True)
 
     @staticmethod
@@ -283,11 +302,19 @@ class AskTool:
             return False
 
 
-def _output_schema() -> dict[str, Any]:
-    """The structured content of a successful call: the reply, its thread, who answered the agent's questions."""
-    schema = output_schema()
-    schema["properties"]["answers"] = ANSWERS_SCHEMA
-    return schema
+def _ending(event: RunFinished | RunFailed, blocks: tuple[dict[str, Any], ...]) -> Outcome:
+    """The outcome of a run's terminal event; its usage in ``_meta`` (and the structured
+    content of a reply), its parts as blocks after the text."""
+    usage = usage_to_json(event.usage)
+    meta = {USAGE_META: usage} if usage else None
+    if isinstance(event, RunFailed):
+        return Outcome(f"The agent run failed: {event.error}", is_error=True, blocks=blocks, meta=meta)
+    if event.stop_reason == STOP_CANCELLED:
+        return Outcome(f"The run was cancelled. Partial reply: {event.text}", is_error=True, blocks=blocks, meta=meta)
+    structured: dict[str, Any] = {"reply": event.text}
+    if usage:
+        structured["usage"] = usage
+    return Outcome(event.text, structured=structured, blocks=blocks, meta=meta)
 
 
 async def _cancel_when(gone: Any, run: Any) -> None:

@@ -80,7 +80,10 @@ class RestDoor:
         links = [("api", options.prefix + "/")]
         if options.docs:
             links.append(("docs", options.prefix + "/docs"))
-        return AsgiMount(app=app, prefix=options.prefix, links=links)
+        # uploads too (multipart/form-data, the chat calls); a JSON Patch is application/json-patch+json,
+        # which the transport takes as JSON
+        return AsgiMount(app=app, prefix=options.prefix, links=links,
+                         content_types=("application/json", "multipart/form-data"))
 
 
 door = RestDoor

@@ -11,8 +11,12 @@ Routes (under the door's prefix, ``/rest`` by default)::
     GET  /runs/{run_id}/events           a run's events again, after Last-Event-ID (events_route.py)
     POST/GET /threads, GET/DELETE /threads/{thread_id}, POST /threads/{thread_id}/chat[/stream]
                                          stored conversations of the caller (thread_routes.py)
+    GET/PATCH/PUT /threads/{thread_id}/state
+                                         a thread's shared state, ETag and If-Match (state_routes.py)
     GET  /openapi.json  the OpenAPI document;  GET /docs  its Swagger UI page
 
+The chat calls take JSON (a message of text or parts) or a ``multipart/form-data`` upload
+(bodies.py, forms.py); replies carry the reply's parts, the run's usage and its state.
 Every SSE event carries ``id: <cursor>`` (the run's journal, resumable.py); what a client
 going away does is the ``on_disconnect`` option (cancel the run, or let it finish).
 
@@ -27,6 +31,7 @@ HTTP transport's shape, :mod:`onedoor_transport_http.errors`):
 
 =====  ======================  ====================================================
 400    bad_json                the body is not JSON under onedoor.wire (transport)
+400    bad_multipart           an upload whose multipart framing cannot be read
 401    unauthorized            missing or wrong token, or a token in the URL (transport)
 403    forbidden_origin        sent by a page of another site (transport)
 404    not_found               no such route
@@ -34,15 +39,20 @@ HTTP transport's shape, :mod:`onedoor_transport_http.errors`):
 404    unknown_thread          no thread of that id for the caller (another's alike)
 404    unknown_run             (events) no run of that id for the caller, or forgotten
 409    cursor_expired          (events) the events after that cursor are no longer kept
+409    state_conflict          a chat's state is based on a version the thread has moved on from
+412    state_changed           (state) If-Match names no version the state is at
 405    method_not_allowed
 409    already_answered        (answers) the question has its answer already
 410    question_expired        (answers) the question expired; its run ended cancelled
 413    too_large               request body over the transport's cap (transport), or
                                message + history over the kernel's limit (its refusal)
 413    thread_too_large        the message would take the thread past the store's limit
-415    unsupported_media_type  POST without ``Content-Type: application/json`` (transport)
+415    unsupported_media_type  POST that is neither JSON nor an upload (transport); a state PATCH
+                               that is not application/json-patch+json
+415    unsupported_content     a part of a kind the backend (or a media type the server) does not take
 421    misdirected_request     a ``Host`` this server does not answer to (transport)
-422    invalid_request         wrong types, unknown fields, empty message, bad history
+422    invalid_request         wrong types, unknown fields, empty message, bad history, a part that
+                               is not what it says, a JSON Patch that does not apply
 422    too_large               message over the schema's maxLength (the kernel's limit)
 422    invalid_answer          (answers) an outcome or value that does not fit the question
 429    busy                    too many runs at once; ``Retry-After`` says when to retry
@@ -61,8 +71,11 @@ from onedoor_transport_http.errors import REFUSED, STATUS_CODES
 from . import RestOptions, __version__
 from .chat_routes import add_chat_routes
 from .events_route import add_events_route
-from .responses import describe_validation, error_response, refusal_response
+from .forms import add_request_schemas
+from .observing import ObservedRequests, UploadsWhereTaken
+from .responses import RequestRefused, describe_validation, error_response, refusal_response
 from .runs import Runs
+from .state_routes import add_state_routes
 from .thread_routes import add_thread_routes
 
 
@@ -86,7 +99,12 @@ def build_app(ctx: ServeContext, options: RestOptions) -> Any:
         "**Threads.** `POST /threads` starts a conversation the server keeps (per caller: another token's "
         "threads answer 404); `POST /threads/{thread_id}/chat` (or `/chat/stream`) sends a message on it "
         "without a history, and the turn is kept; `GET /threads`, `GET /threads/{thread_id}` and `DELETE` list, "
-        "read and delete. **Resumable streams.** Every event carries `id: <cursor>`; after a dropped connection, "
+        "read and delete. **Content.** A message is text or a list of parts (images, audio, video, documents, "
+        "resources, links, JSON data: `data` is base64), or a `multipart/form-data` upload of a `message` and "
+        "`file` fields; replies carry the reply's `parts`. **Usage.** Replies and `run_finished` carry `usage`, per "
+        "model. **Shared state.** `GET /threads/{thread_id}/state` (ETag), `PATCH` with a JSON Patch or `PUT`, "
+        "`If-Match` to change it only if unchanged; a run's `state_snapshot` / `state_delta` events. "
+        "**Resumable streams.** Every event carries `id: <cursor>`; after a dropped connection, "
         "`GET /runs/{run_id}/events` with `Last-Event-ID` (or `?after=`) sends every later event exactly once.",
         docs_url=None,
         redoc_url=None,
@@ -96,10 +114,11 @@ def build_app(ctx: ServeContext, options: RestOptions) -> Any:
     runs = Runs(ctx.kernel, options)
     add_chat_routes(app, ctx, runs)
     add_thread_routes(app, ctx, runs)
+    add_state_routes(app, ctx)
     add_events_route(app, ctx, runs)
     if options.docs:
         _add_docs(app, secured=ctx.endpoint is not None and ctx.endpoint.token_required)
-    return app
+    return ObservedRequests(UploadsWhereTaken(app), ctx)
 
 
 def _add_error_handlers(app: Any) -> None:
@@ -127,6 +146,10 @@ def _add_error_handlers(app: Any) -> None:
 
     for kind in REFUSED:
         app.add_exception_handler(kind, _on_refusal)
+
+    @app.exception_handler(RequestRefused)
+    async def on_refused(request: Request, exc: RequestRefused) -> Any:
+        return error_response(exc.status, exc.code, exc.detail, exc.headers)
 
     @app.exception_handler(Exception)
     async def on_error(request: Request, exc: Exception) -> Any:
@@ -166,6 +189,7 @@ def _add_docs(app: Any, *, secured: bool) -> None:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            add_request_schemas(app, schema)
             if secured:
                 schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
                 schema["security"] = [{"bearer": []}]

@@ -6,6 +6,8 @@ from typing import Any
 
 from onedoor import ServeContext
 
+from .bodies import read_chat
+from .forms import chat_body_spec
 from .models import AnswersRequest, ChatResponse, ErrorBody, QuestionsResponse, chat_request_model
 from .responses import ERRORS, RESUME_ERRORS, RUN_ERRORS, error_response, json_response, links, streamed
 from .runs import Runs, resume_url
@@ -16,8 +18,14 @@ def add_chat_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
     from fastapi import Request
 
     kernel = ctx.kernel
-    ChatRequest = chat_request_model(kernel.limits.max_message_chars)
+    limits = kernel.limits
+    ChatRequest = chat_request_model(limits.max_message_chars)
+    body_spec = chat_body_spec(app, ChatRequest, limits)
     options = runs.options
+
+    async def start(request: Request) -> Any:
+        given = await read_chat(request, ChatRequest, limits, thread=False)
+        return runs.start(given, ctx.principal_of(request.scope), request.headers)
 
     @app.get("/", summary="What this door offers", operation_id="index", responses={401: ERRORS[401]})
     async def index(request: Request) -> dict[str, Any]:
@@ -29,6 +37,7 @@ def add_chat_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
             "stream": base + "/chat/stream",
             "answers": base + "/runs/{run_id}/answers",
             "threads": base + "/threads",
+            "accepts": sorted(kernel.backend.accepts),
             "keeps_threads": kernel.store is not None,
         }
         if options.docs:
@@ -41,9 +50,10 @@ def add_chat_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
         summary="Send a message, get the whole reply as JSON",
         response_model=ChatResponse,
         responses={200: {"links": links("questions", "answer", "answer_stream")}, **ERRORS, **RUN_ERRORS},
+        openapi_extra=body_spec,
     )
-    async def chat(body: ChatRequest, request: Request) -> Any:  # type: ignore[valid-type]
-        return await runs.reply_json(runs.start(body, ctx.principal_of(request.scope)), request)
+    async def chat(request: Request) -> Any:
+        return await runs.reply_json(await start(request), request)
 
     @app.post(
         "/chat/stream",
@@ -57,9 +67,10 @@ def add_chat_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
              "question_asked: the run waits for answers) or run_failed"},
             ERRORS,
         ),
+        openapi_extra=body_spec,
     )
-    async def chat_stream(body: ChatRequest, request: Request) -> Any:  # type: ignore[valid-type]
-        return runs.reply_stream(runs.start(body, ctx.principal_of(request.scope)))
+    async def chat_stream(request: Request) -> Any:
+        return runs.reply_stream(await start(request))
 
     _add_resume_routes(app, runs, ctx)
 

@@ -1,10 +1,11 @@
 """Typed request and response models (pydantic), shown in the OpenAPI docs."""
 
-from __future__ import annotations
-
-from typing import Any, Literal, Optional
+# No `from __future__ import annotations`: pydantic builds the field types when a model is made.
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from .content_models import PartOut, StateEventOut, UsageOut, content_type
 
 
 class _Strict(BaseModel):
@@ -19,16 +20,20 @@ class HistoryToolCall(_Strict):
     arguments: Any = None
 
 
+HistoryContent = content_type(str, "its text, or its parts (text, images, files…)")
+
+
 class HistoryMessage(_Strict):
     """One message of the conversation so far; the caller keeps the history."""
 
     role: Literal["system", "user", "assistant", "tool"]
-    content: str = ""
+    content: HistoryContent = ""  # type: ignore[valid-type]
     tool_calls: list[HistoryToolCall] = Field(default_factory=list)
     tool_call_id: Optional[str] = None
 
     def to_kernel(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        content = self.content if isinstance(self.content, str) else [p.to_kernel() for p in self.content]
+        out: dict[str, Any] = {"role": self.role, "content": content}
         if self.tool_calls:
             out["tool_calls"] = [c.model_dump() for c in self.tool_calls]
         if self.tool_call_id is not None:
@@ -36,14 +41,34 @@ class HistoryMessage(_Strict):
         return out
 
 
+MESSAGE_HELP = (
+    "what the user says now: text, or a list of parts (text, images, audio, video, documents, resources, links, "
+    "JSON data; at most limits.max_parts, each checked by the server before the run)"
+)
+STATE_HELP = (
+    "the shared state the client holds (a JSON object): the run starts from it, and the reply says how the agent "
+    "changed it"
+)
+
+
+def message_type(max_message_chars: int, pattern: str | None = None) -> Any:
+    """A message's type: text within the kernel's limit (the schema's maxLength), or parts."""
+    text = Annotated[str, Field(min_length=1, max_length=max_message_chars, pattern=pattern)]
+    return content_type(text, MESSAGE_HELP)
+
+
 def chat_request_model(max_message_chars: int) -> type[BaseModel]:
     """The request body, with the kernel's message limit in its schema."""
 
-    class ChatRequest(_Strict):
-        """A message for the agent and, optionally, the conversation before it."""
+    Message = message_type(max_message_chars)
 
-        message: str = Field(min_length=1, max_length=max_message_chars, description="what the user says now")
+    class ChatRequest(_Strict):
+        """A message for the agent and, optionally, the conversation before it and the
+        shared state the client holds."""
+
+        message: Message  # type: ignore[valid-type]
         history: list[HistoryMessage] = Field(default_factory=list, description="earlier messages, oldest first")
+        state: Optional[dict[str, Any]] = Field(default=None, description=STATE_HELP)
 
     return ChatRequest
 
@@ -56,6 +81,8 @@ class ToolCallRecord(BaseModel):
     arguments: Any = None
     result: Any = None
     is_error: bool = False
+    parts: list[PartOut] = Field(default_factory=list, description="a result that is more than text (an image "
+                                 "the tool made); empty otherwise")
 
 
 # -- questions (human in the loop) ----------------------------------------------------
@@ -158,6 +185,18 @@ class ChatResponse(BaseModel):
     resume_url: Optional[str] = Field(default=None, description="needs_input: where to POST the answers")
     thread_id: Optional[str] = Field(
         default=None, description="a turn on a thread: the thread it was kept in (absent for a stateless /chat)"
+    )
+    parts: Optional[list[PartOut]] = Field(
+        default=None, description="when the reply holds more than text (an image the agent made): all of it as "
+        "parts, in order, its text included (absent otherwise)"
+    )
+    usage: list[UsageOut] = Field(default_factory=list, description="what the run cost so far, per model")
+    state: Optional[dict[str, Any]] = Field(
+        default=None, description="the run's shared state at the end of this response (absent when the run has none)"
+    )
+    state_events: Optional[list[StateEventOut]] = Field(
+        default=None, description="how the state came to be, in order: a snapshot, then the agent's JSON Patch "
+        "deltas (absent when the run has no state)"
     )
 
 

@@ -9,7 +9,17 @@ from typing import Any
 from onedoor import encode_json
 from onedoor_transport_http.errors import error_body, refusal
 
+from .content_models import UNION_TAGS, PartOut, UsageOut
 from .models import ErrorBody
+
+
+class RequestRefused(Exception):
+    """A request the door refuses before it does anything (its body, a header): the app
+    answers it with :func:`error_response`."""
+
+    def __init__(self, status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.headers = status, code, detail, headers
 
 
 def error_response(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> Any:
@@ -32,10 +42,22 @@ def refusal_response(exc: Exception) -> Any:
 
 def _where(loc: tuple) -> str:
     parts = [p for p in loc if p != "body"]
+    # "text or a list of parts" fields name their union member next: leave it out
+    parts = [p for i, p in enumerate(parts) if not (p in UNION_TAGS and i and parts[i - 1] in ("message", "content"))]
     out = ""
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "body"
+
+
+# what a string that does not match its field's pattern is not
+_NOT_A = {
+    "thread_id": "not a thread id (1-128 letters, digits or -_.:)", "before": "not a thread id (1-128 letters, "
+    "digits or -_.:)", "after": "not a cursor (RUN_ID:EPOCH:SEQ, the id of an event)",
+    "Last-Event-ID": "not a cursor (RUN_ID:EPOCH:SEQ, the id of an event)", "data": "not valid base64",
+    "media_type": "not a media type (type/subtype, e.g. image/png)", "path": "not a JSON Pointer (empty, or /a/0)",
+    "from": "not a JSON Pointer (empty, or /a/0)",
+}
 
 
 def _problem(err: dict) -> tuple[str, str | None]:
@@ -49,12 +71,8 @@ def _problem(err: dict) -> tuple[str, str | None]:
         return ("the request body is required" if where == "body" else f"{where!r} is required"), None
     if kind == "string_too_short" and where == "message":
         return "the message is empty", None
-    if kind == "string_pattern_mismatch" and last in ("thread_id", "before"):
-        return f"{where}: not a thread id (1-128 letters, digits or -_.:)", None
-    if kind == "string_pattern_mismatch" and last in ("after", "Last-Event-ID"):
-        return f"{where}: not a cursor (RUN_ID:EPOCH:SEQ, the id of an event)", None
-    if kind == "string_pattern_mismatch" and where == "message":
-        return "the message is empty (only whitespace)", None
+    if kind == "string_pattern_mismatch" and (last in _NOT_A or where == "message"):
+        return (f"{where}: {_NOT_A[last]}" if last in _NOT_A else "the message is empty (only whitespace)"), None
     if kind == "string_too_long" and where == "message":  # the schema's maxLength (the kernel's limit)
         limit = (err.get("ctx") or {}).get("max_length")
         return f"the message is over the limit of {limit} characters", "too_large"
@@ -85,13 +103,16 @@ def _error(description: str) -> dict[str, Any]:
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    400: _error("the body is not valid JSON (or holds lone surrogates, deep nesting, huge numbers)"),
+    400: _error("bad_json: the body is not valid JSON (or holds lone surrogates, deep nesting, huge numbers); "
+                "bad_multipart: a multipart/form-data body that cannot be read"),
     401: _error("missing or wrong bearer token (when the server has one), or a token in the URL"),
     403: _error("sent by a web page of another origin"),
-    413: _error("request body, message or history over the limit"),
-    415: _error("the body is not application/json"),
+    413: _error("too_large: request body, message, history, a part or all the parts over the limit"),
+    415: _error("unsupported_media_type: the body is neither application/json nor multipart/form-data; "
+                "unsupported_content: a part of a kind or media type the agent (or the server) does not take"),
     421: _error("a Host header this server does not answer to (DNS rebinding protection)"),
-    422: _error("invalid request: wrong types, unknown fields, empty message, bad history"),
+    422: _error("invalid_request: wrong types, unknown fields, empty message, bad history, a part that is not what "
+                "it says (bad base64, bytes that are not its media type, a bad URL), a state that is not an object"),
     429: _error("too many runs at once; see Retry-After"),
 }
 RUN_ERRORS: dict[int | str, dict[str, Any]] = {
@@ -110,8 +131,29 @@ RESUME_ERRORS: dict[int | str, dict[str, Any]] = {
 
 EVENT_NAMES = [
     "run_started", "text_delta", "reasoning_delta", "tool_started", "tool_finished", "question_asked",
-    "question_answered", "run_finished", "run_failed",
+    "question_answered", "reply_part", "state_snapshot", "state_delta", "usage_reported", "run_finished", "run_failed",
 ]
+
+
+def _inline(model: Any) -> dict[str, Any]:
+    """A model's JSON Schema with nothing to look up (for the SSE events' schema)."""
+    return model.model_json_schema()
+
+
+_USAGE = {"type": "array", "items": _inline(UsageOut), "description": "per model: what the run cost (run_finished, "
+          "run_failed: the run's total; usage_reported: usage so far)"}
+_PART = _inline(PartOut)
+# The fields events carry besides their type (onedoor.events); an event has only its own.
+EVENT_FIELDS: dict[str, Any] = {
+    "run_id": {"type": "string"},
+    "text": {"type": "string"},
+    "usage": _USAGE,
+    "parts": {"type": "array", "items": _PART, "description": "tool_finished: a result that is more than text"},
+    "part": {**_PART, "description": "reply_part: a part of the reply that is not text (an image the agent made)"},
+    "state": {"type": "object", "description": "state_snapshot: the run's whole shared state now"},
+    "ops": {"type": "array", "items": {"type": "object"}, "description": "state_delta: RFC 6902 JSON Patch "
+            "operations that apply to the state before it (the last snapshot and every delta since)"},
+}
 # One SSE event (OpenAPI 3.1: the text/event-stream schema describes each event).
 SSE_EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -126,7 +168,7 @@ SSE_EVENT_SCHEMA: dict[str, Any] = {
             "contentSchema": {
                 "type": "object",
                 "required": ["type"],
-                "properties": {"type": {"type": "string", "enum": EVENT_NAMES}},
+                "properties": {"type": {"type": "string", "enum": EVENT_NAMES}, **EVENT_FIELDS},
             },
         },
     },
@@ -158,6 +200,6 @@ def links(*operations: str) -> dict[str, Any]:
 
 
 __all__ = [
-    "ERRORS", "EVENT_NAMES", "RESUME_ERRORS", "RUN_ERRORS", "SSE_EVENT_SCHEMA", "describe_validation", "error_response",
+    "ERRORS", "EVENT_FIELDS", "EVENT_NAMES", "RequestRefused", "RESUME_ERRORS", "RUN_ERRORS", "SSE_EVENT_SCHEMA", "describe_validation", "error_response",
     "json_response", "links", "refusal_response", "streamed",
 ]

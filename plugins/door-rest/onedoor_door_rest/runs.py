@@ -25,11 +25,14 @@ from onedoor import (
     ToolFinished,
     ToolStarted,
 )
+from onedoor.events import ReplyPart, StateDelta, StateSnapshot, event_to_dict
+from onedoor.observe import trace_meta
 from onedoor_transport_http.journal_stream import JournalSource
 from onedoor_transport_http.sse import cancel_on_disconnect
 
 from . import RestOptions
-from .models import AnswersRequest, ToolCallRecord
+from .bodies import ChatInput
+from .models import AnswersRequest
 from .responses import error_response, json_response
 from .sse import EventStreamResponse, closing, journal_encoder
 
@@ -43,32 +46,54 @@ class Reply:
 
     def __init__(self, known_calls: dict[str, tuple[str, Any]] | None = None) -> None:
         self.reasoning: list[str] = []
-        self.calls: dict[str, ToolCallRecord] = {}
+        self.calls: dict[str, dict[str, Any]] = {}  # call id -> ToolCallRecord JSON
         self.questions: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []
         self.known_calls = known_calls or {}
+        self.text: list[str] = []  # this response's text since its last part
+        self.parts: list[dict[str, Any]] = []  # the reply as parts, once it holds a part that is not text
+        self.state_events: list[dict[str, Any]] = []
 
     def add(self, event: Any) -> None:
         kind = type(event)
-        if kind is ReasoningDelta:
+        if kind is TextDelta:
+            self.text.append(event.text)
+        elif kind is ReplyPart:
+            self._flush_text()
+            self.parts.append(event.part.to_dict())
+        elif kind is StateSnapshot or kind is StateDelta:
+            self.state_events.append(event_to_dict(event))
+        elif kind is ReasoningDelta:
             self.reasoning.append(event.text)
         elif kind is ToolStarted:
-            self.calls[event.call_id] = ToolCallRecord(call_id=event.call_id, name=event.name, arguments=event.arguments)
+            self.calls[event.call_id] = _call(event.call_id, event.name, event.arguments)
         elif kind is ToolFinished:
             record = self.calls.get(event.call_id)
             if record is None:
                 _, arguments = self.known_calls.get(event.call_id, (event.name, None))
-                record = self.calls[event.call_id] = ToolCallRecord(
-                    call_id=event.call_id, name=event.name, arguments=arguments
-                )
-            record.result = event.result
-            record.is_error = event.is_error
+                record = self.calls[event.call_id] = _call(event.call_id, event.name, arguments)
+            record.update(result=event.result, is_error=event.is_error, parts=[p.to_dict() for p in event.parts])
         elif kind is QuestionAsked:
             self.questions.append(event.question.to_dict())
         elif kind is QuestionAnswered:
             self.answers.append(event.answer.to_dict())
 
-    def response(self, outcome: Any, resume_url: str, thread_id: str | None = None) -> Any:
+    def _flush_text(self) -> None:
+        if self.text:
+            self.parts.append({"type": "text", "text": "".join(self.text)})
+            self.text.clear()
+
+    def reply_parts(self, whole: str) -> list[dict[str, Any]] | None:
+        """The reply as parts, its text included (``whole``: all of it, earlier responses' too),
+        when it holds a part that is not text; None otherwise."""
+        if not self.parts:
+            return None
+        self._flush_text()
+        shown = sum(len(p["text"]) for p in self.parts if p["type"] == "text")
+        earlier = whole[: max(0, len(whole) - shown)]  # the text a resumed run wrote before this response
+        return ([{"type": "text", "text": earlier}] if earlier else []) + self.parts
+
+    def response(self, outcome: Any, resume_url: str, thread_id: str | None = None, state: Any = None) -> Any:
         if isinstance(outcome, RunFailed):
             return error_response(502, "run_failed", outcome.error)
         assert isinstance(outcome, RunFinished)
@@ -78,7 +103,7 @@ class Reply:
             "run_id": outcome.run_id,
             "reply": outcome.text,
             "stop_reason": outcome.stop_reason,
-            "tool_calls": [call.model_dump(mode="python") for call in self.calls.values()],
+            "tool_calls": list(self.calls.values()),
             "reasoning": "".join(self.reasoning),
             "status": "completed",
         }
@@ -88,7 +113,19 @@ class Reply:
             body["answers"] = self.answers
         if thread_id is not None:
             body["thread_id"] = thread_id
+        parts = self.reply_parts(outcome.text)
+        if parts is not None:
+            body["parts"] = parts
+        body["usage"] = [u.to_dict() for u in outcome.usage]
+        if state is not None:
+            body["state"] = state
+            body["state_events"] = self.state_events
         return json_response(body)
+
+
+def _call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    """A tool call as ToolCallRecord JSON, before its result."""
+    return {"call_id": call_id, "name": name, "arguments": arguments, "result": None, "is_error": False, "parts": []}
 
 
 def resume_url(request: Any, run_id: str) -> str:
@@ -103,13 +140,15 @@ class Runs:
         self.options = options
         self.asker = SuspendAsker(ttl=options.question_ttl or None, fallback=options.ask_fallback)
 
-    def start(self, body: Any, principal: str) -> Any:
-        history = [m.to_kernel() for m in body.history]
-        return self.kernel.run(body.message, history=history, door="rest", asker=self.asker, principal=principal)
+    def start(self, given: ChatInput, principal: str, headers: Any) -> Any:
+        """A run of a stateless chat (the caller keeps the history)."""
+        return self.kernel.run(given.message, history=given.history or [], door="rest", asker=self.asker,
+                               principal=principal, state=given.state, meta=trace_meta(headers))
 
-    def start_on_thread(self, message: str, thread: Any, principal: str) -> Any:
+    def start_on_thread(self, given: ChatInput, thread: Any, principal: str, headers: Any) -> Any:
         """A turn on a stored thread: the kernel reads its history and keeps the turn in it."""
-        return self.kernel.run(message, thread=thread, door="rest", asker=self.asker, principal=principal)
+        return self.kernel.run(given.message, thread=thread, door="rest", asker=self.asker, principal=principal,
+                               state=given.state, state_version=given.state_version, meta=trace_meta(headers))
 
     def resume(self, run_id: str, body: AnswersRequest, principal: str) -> tuple[Any, dict[str, tuple[str, Any]]]:
         """The run's next response, after the answers, and the tool calls being approved;
@@ -133,14 +172,14 @@ class Runs:
         try:
             async with run:
                 async for event in run:
-                    if type(event) is not TextDelta:  # the text is in the outcome
-                        reply.add(event)
+                    reply.add(event)
         finally:
             watcher.cancel()
         # a suspended response's ending is its last event (the run itself has no outcome yet)
         outcome = event if type(event) in (RunFinished, RunFailed) else run.outcome
         thread = run.thread
-        return reply.response(outcome, resume_url(request, run.run_id), thread.id if thread is not None else None)
+        return reply.response(outcome, resume_url(request, run.run_id), thread.id if thread is not None else None,
+                              run.state)
 
     async def _watch(self, request: Any, run: Any) -> None:
         if self.options.on_disconnect == "cancel":

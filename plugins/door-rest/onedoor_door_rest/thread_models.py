@@ -1,10 +1,12 @@
 """Typed models of the thread calls (``/threads``…), shown in the OpenAPI docs."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: pydantic builds the field types when a model is made.
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from .content_models import PartOut, UsageOut
+from .models import STATE_HELP, message_type
 
 THREAD_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"  # onedoor.threads.check_thread_id, as a schema
 MAX_TITLE_CHARS = 200
@@ -30,11 +32,19 @@ class ThreadCreate(_Strict):
 def thread_chat_model(max_message_chars: int) -> type[BaseModel]:
     """The body of a turn on a thread: the message only (the thread holds the history)."""
 
-    class ThreadChatRequest(_Strict):
-        """A message for the agent; the conversation so far is the thread's."""
+    Message = message_type(max_message_chars, NOT_BLANK)
 
-        message: str = Field(
-            min_length=1, max_length=max_message_chars, pattern=NOT_BLANK, description="what the user says now"
+    class ThreadChatRequest(_Strict):
+        """A message for the agent; the conversation so far is the thread's, and so is the
+        shared state unless the client sends its own."""
+
+        message: Message  # type: ignore[valid-type]
+        state: Optional[dict[str, Any]] = Field(
+            default=None, description=STATE_HELP + "; kept with the thread (absent: the thread's stored state)"
+        )
+        state_version: Optional[int] = Field(
+            default=None, ge=0, description="the thread's state version `state` is based on: 409 state_conflict "
+            "when the thread's state has changed since"
         )
 
     return ThreadChatRequest
@@ -72,9 +82,16 @@ class MessageOut(BaseModel):
     it made), or a tool's result (``tool_call_id`` names its call)."""
 
     role: str = Field(description="system, user, assistant or tool")
-    content: str
+    content: str = Field(description="its text (parts that are not text are named in it)")
     tool_calls: list[ToolCallOut] = Field(default_factory=list)
     tool_call_id: Optional[str] = None
+    parts: list[PartOut] = Field(
+        default_factory=list, description="all of it as parts, in order, when it holds more than text (an image "
+        "sent or made); absent otherwise"
+    )
+    usage: list[UsageOut] = Field(
+        default_factory=list, description="the last assistant message of a turn: what the turn cost, per model"
+    )
 
 
 class ThreadOut(ThreadSummaryOut):
@@ -98,12 +115,17 @@ def summary_dict(summary: Any) -> dict[str, Any]:
 
 
 def message_dict(message: Any) -> dict[str, Any]:
-    return {
+    out = {
         "role": message.role,
         "content": message.content,
         "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls],
         "tool_call_id": message.tool_call_id,
     }
+    if message.parts:
+        out["parts"] = [p.to_dict() for p in message.parts]
+    if message.usage:
+        out["usage"] = [u.to_dict() for u in message.usage]
+    return out
 
 
 def thread_dict(thread: Any) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from typing import Any
 
 from onedoor import ServeContext
 
+from .bodies import read_chat
+from .forms import chat_body_spec
 from .models import ChatResponse, ErrorBody
 from .responses import ERRORS, RUN_ERRORS, json_response, streamed
 from .runs import Runs
@@ -56,10 +58,12 @@ _READ_ERRORS: dict[int | str, dict[str, Any]] = {401: ERRORS[401], **_UNKNOWN, *
 _TURN_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
     **_UNKNOWN,
-    413: {"model": ErrorBody, "description": "too_large (body or message over the limit) or thread_too_large "
-          "(the message would take the thread past the store's size limit: start a new thread)"},
+    409: {"model": ErrorBody, "description": "state_conflict: the state sent is based on a version of the thread's "
+          "state that has changed since (read it again); pending_questions: the thread's run waits for answers"},
+    413: {"model": ErrorBody, "description": "too_large (body, message or its parts over the limit) or "
+          "thread_too_large (the message would take the thread past the store's size limit: start a new thread)"},
     422: {"model": ErrorBody, "description": "invalid_request: wrong types, unknown fields, empty message, "
-          "not a thread id"},
+          "not a thread id, a part that is not what it says, a state that is not an object"},
     **_NO_STORE,
 }
 _CREATE_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -75,7 +79,9 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
     from starlette.responses import Response
 
     desk = ctx.kernel.threads
-    ThreadChatRequest = thread_chat_model(ctx.kernel.limits.max_message_chars)
+    limits = ctx.kernel.limits
+    ThreadChatRequest = thread_chat_model(limits.max_message_chars)
+    body_spec = chat_body_spec(app, ThreadChatRequest, limits)
     thread_id_path = Path(pattern=THREAD_ID_PATTERN, description="the thread's id")
 
     @app.post(
@@ -141,11 +147,12 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
         await desk.delete(ctx.principal_of(request.scope), thread_id)  # its runs stop, their journals (its text) go
         return Response(status_code=204)
 
-    async def start_turn(request: Request, thread_id: str, message: str) -> Any:
+    async def start_turn(request: Request, thread_id: str) -> Any:
         principal = ctx.principal_of(request.scope)
-        thread = await desk.get(principal, thread_id)
-        desk.check_room(thread, message)
-        return runs.start_on_thread(message, thread, principal)
+        thread = await desk.get(principal, thread_id)  # an unknown thread is 404, whatever the body
+        given = await read_chat(request, ThreadChatRequest, limits, thread=True)
+        desk.check_room(thread, given.parts or given.message)
+        return runs.start_on_thread(given, thread, principal, request.headers)
 
     @app.post(
         "/threads/{thread_id}/chat",
@@ -153,12 +160,10 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
         summary="Send a message on a thread, get the whole reply as JSON; the turn is kept in the thread",
         response_model=ChatResponse,
         responses={**_TURN_ERRORS, **RUN_ERRORS},
+        openapi_extra=body_spec,
     )
-    async def thread_chat(
-        body: ThreadChatRequest, request: Request, thread_id: str = thread_id_path  # type: ignore[valid-type]
-    ) -> Any:
-        run = await start_turn(request, thread_id, body.message)  # type: ignore[attr-defined]
-        return await runs.reply_json(run, request)
+    async def thread_chat(request: Request, thread_id: str = thread_id_path) -> Any:
+        return await runs.reply_json(await start_turn(request, thread_id), request)
 
     @app.post(
         "/threads/{thread_id}/chat/stream",
@@ -171,12 +176,10 @@ def add_thread_routes(app: Any, ctx: ServeContext, runs: Runs) -> None:
              "(or run_failed) is sent"},
             _TURN_ERRORS,
         ),
+        openapi_extra=body_spec,
     )
-    async def thread_chat_stream(
-        body: ThreadChatRequest, request: Request, thread_id: str = thread_id_path  # type: ignore[valid-type]
-    ) -> Any:
-        run = await start_turn(request, thread_id, body.message)  # type: ignore[attr-defined]
-        return runs.reply_stream(run)
+    async def thread_chat_stream(request: Request, thread_id: str = thread_id_path) -> Any:
+        return runs.reply_stream(await start_turn(request, thread_id))
 
 
 __all__ = ["add_thread_routes"]

@@ -33,25 +33,27 @@ SCHEMA = (
 _COLUMNS = "kind, id, owner, body, grp, tag, rank, thread_id, updated_at"
 
 
+# One statement puts a record: a thread it names is checked (and locked against its delete)
+# in the same statement; another owner's id is left as it is (no row changed).
+PUT = f"""
+    WITH thread AS (
+        SELECT 1 FROM onedoor_threads WHERE id = %(thread)s AND owner = %(owner)s FOR SHARE
+    )
+    INSERT INTO onedoor_records ({_COLUMNS})
+    SELECT %(kind)s, %(id)s, %(owner)s, %(body)s, %(group)s, %(tag)s, %(rank)s, %(thread)s, {NOW}
+    WHERE %(thread)s::text IS NULL OR EXISTS (SELECT 1 FROM thread)
+    ON CONFLICT (kind, id) DO UPDATE SET body = EXCLUDED.body, grp = EXCLUDED.grp, tag = EXCLUDED.tag,
+        rank = EXCLUDED.rank, thread_id = EXCLUDED.thread_id, updated_at = EXCLUDED.updated_at
+    WHERE onedoor_records.owner = EXCLUDED.owner
+"""
+
+
 async def put(conn: Any, record: Record) -> bool:
     check_record(record)
-    async with conn.transaction():
-        if record.thread_id is not None:  # the thread it names: kept (locked) until the record is in
-            cursor = await conn.execute("SELECT 1 FROM onedoor_threads WHERE id = %s AND owner = %s FOR SHARE",
-                                        (record.thread_id, record.owner))
-            if await cursor.fetchone() is None:
-                return False
-        return await _upsert(conn, record)
-
-
-async def _upsert(conn: Any, record: Record) -> bool:
-    cursor = await conn.execute(
-        f"INSERT INTO onedoor_records ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, {NOW}) "
-        "ON CONFLICT (kind, id) DO UPDATE SET body = EXCLUDED.body, grp = EXCLUDED.grp, tag = EXCLUDED.tag, "
-        "rank = EXCLUDED.rank, thread_id = EXCLUDED.thread_id, updated_at = EXCLUDED.updated_at "
-        "WHERE onedoor_records.owner = EXCLUDED.owner",
-        (record.kind, record.id, record.owner, record.body, record.group, record.tag, record.rank, record.thread_id),
-    )
+    cursor = await conn.execute(PUT, {
+        "kind": record.kind, "id": record.id, "owner": record.owner, "body": record.body, "group": record.group,
+        "tag": record.tag, "rank": record.rank, "thread": record.thread_id,
+    })
     return cursor.rowcount > 0
 
 
@@ -64,6 +66,7 @@ async def get(conn: Any, kind: str, owner: str, record_id: str) -> Record | None
 
 async def listing(conn: Any, kind: str, owner: str | None, group: str | None, tag: str | None,
                   rank_from: int | None, before: tuple[int, str] | None, limit: int) -> RecordPage:
+    """One statement: the count over every page, and this page's records (none: one row of nulls)."""
     where: list[str] = ["kind = %s"]
     args: list[Any] = [kind]
     for column, value in (("owner = %s", owner), ("grp = %s", group), ("tag = %s", tag), ("rank >= %s", rank_from)):
@@ -72,18 +75,14 @@ async def listing(conn: Any, kind: str, owner: str | None, group: str | None, ta
             args.append(value)
     condition = " AND ".join(where)
     page = condition + (" AND (rank, id) < (%s, %s)" if before is not None else "")
-    page_args = [*args, *(before or ()), max(1, min(limit, MAX_LIST))]
     cursor = await conn.execute(
-        f"SELECT {_COLUMNS}, (SELECT count(*) FROM onedoor_records WHERE {condition}) FROM onedoor_records "
-        f"WHERE {page} ORDER BY rank DESC, id DESC LIMIT %s",
-        [*args, *page_args],
+        f"WITH total AS (SELECT count(*) AS n FROM onedoor_records WHERE {condition}), "
+        f"page AS (SELECT {_COLUMNS} FROM onedoor_records WHERE {page} ORDER BY rank DESC, id DESC LIMIT %s) "
+        f"SELECT total.n, page.* FROM total LEFT JOIN page ON true ORDER BY page.rank DESC, page.id DESC",
+        [*args, *args, *(before or ()), max(1, min(limit, MAX_LIST))],
     )
     rows = await cursor.fetchall()
-    if rows:
-        return RecordPage([Record(*row[:-1]) for row in rows], rows[0][-1])
-    cursor = await conn.execute(f"SELECT count(*) FROM onedoor_records WHERE {condition}", args)
-    counted = await cursor.fetchone()
-    return RecordPage([], counted[0] if counted else 0)
+    return RecordPage([Record(*row[1:]) for row in rows if row[1] is not None], rows[0][0] if rows else 0)
 
 
 async def delete(conn: Any, kind: str, owner: str, record_id: str) -> bool:

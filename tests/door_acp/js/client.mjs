@@ -9,6 +9,7 @@
 //   node client.mjs threads '["onedoor","acp"]' THREAD_ID  (issue 16: list every thread, load one, bad input)
 //   node client.mjs content '["onedoor","acp"]' CONFIG     (issue 25: what Zed sends; issue 27: usage)
 //   node client.mjs replay '["onedoor","acp"]' CONFIG      (issue 25: session/load shows the blocks again)
+//   node client.mjs models '["onedoor","acp",...]' CONFIG  (issue 30: the model picker; CONFIG {phase, sid?})
 //
 // Prints one JSON object (what it saw) on its last stdout line; exits 1 on a failed check.
 import { spawn } from "node:child_process";
@@ -336,7 +337,62 @@ async function replay(ctx) {
   return { replayed };
 }
 
-const scenarios = { basic, permission, questions, always, hostile, disconnect, threads, content, replay };
+// -- issue 30 (models) -------------------------------------------------------------------------
+const setOption = (ctx, sessionId, configId, value) =>
+  ctx.request(methods.agent.session.setConfigOption, { sessionId, configId, value });
+const setModel = (ctx, sessionId, modelId) => ctx.request("session/set_model", { sessionId, modelId }); // no constant in the SDK
+const say = (text) => [{ type: "text", text }];
+
+async function models(ctx) {
+  const config = JSON.parse(process.argv[4]);
+  await ctx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+  if (config.phase === "restore") { // a new agent process: session/load brings the session's model back
+    const loaded = await ctx.request(methods.agent.session.load, { sessionId: config.sid, cwd: process.cwd(), mcpServers: [] });
+    const next = await turn(ctx, config.sid, say("after load"));
+    return { loaded: { configOptions: loaded.configOptions, models: loaded.models ?? null }, next: next.result.stopReason };
+  }
+  const created = await ctx.request(methods.agent.session.new, { cwd: process.cwd(), mcpServers: [] });
+  const sid = created.sessionId;
+  const stops = [];
+  stops.push((await turn(ctx, sid, say("first turn"))).result.stopReason);
+  const picked = await setOption(ctx, sid, "model", "b");
+  stops.push((await turn(ctx, sid, say("second turn"))).result.stopReason);
+  const from = updates.length;
+  const legacy = await setModel(ctx, sid, "a"); // the older, unstable picker
+  const notified = updates.slice(from).filter(([s, u]) => s === sid && u.sessionUpdate === "config_option_update")
+    .map(([, u]) => u.configOptions);
+  stops.push((await turn(ctx, sid, say("third turn"))).result.stopReason);
+  const bad = {
+    unknownOption: await errorOf(setOption(ctx, sid, "model", "nope")),
+    unknownLegacy: await errorOf(setModel(ctx, sid, "nope")),
+    notAString: await errorOf(setModel(ctx, sid, 7)),
+    unknownSession: await errorOf(setModel(ctx, "t-000000000000000000000000", "a")),
+  };
+  // a switch while a prompt runs is refused; the prompt goes on until cancelled
+  const fromRun = updates.length;
+  const running = ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt: say("/slow 0.05 /long 400 go") });
+  await waitFor(() => updates.slice(fromRun).some(([s, u]) => s === sid && u.sessionUpdate === "agent_message_chunk"));
+  bad.whileRunning = await errorOf(setOption(ctx, sid, "model", "b"));
+  bad.whileRunningLegacy = await errorOf(setModel(ctx, sid, "b"));
+  bad.backendWhileRunning = await errorOf(setOption(ctx, sid, "backend", "scripted"));
+  await ctx.notify(methods.agent.session.cancel, { sessionId: sid });
+  stops.push((await running).stopReason);
+  // a backend without models: no model option, a switch is refused
+  const toScripted = await setOption(ctx, sid, "backend", "scripted");
+  bad.noModels = await errorOf(setOption(ctx, sid, "model", "a"));
+  bad.noModelsLegacy = await errorOf(setModel(ctx, sid, "a"));
+  const scripted = await turn(ctx, sid, say("scripted turn"));
+  const back = await setOption(ctx, sid, "backend", "pydantic-ai"); // its model is the one picked for it
+  await setOption(ctx, sid, "model", "b");
+  stops.push((await turn(ctx, sid, say("last turn"))).result.stopReason);
+  return {
+    sid, created: { configOptions: created.configOptions, models: created.models ?? null },
+    picked: picked.configOptions, legacy, notified, bad, stops, toScripted: toScripted.configOptions,
+    scripted: scripted.text, back: back.configOptions,
+  };
+}
+
+const scenarios = { basic, permission, questions, always, hostile, disconnect, threads, content, replay, models };
 let code = 0;
 let running = null;
 try {

@@ -72,7 +72,7 @@ results.failing = await run(agentWith([user("/fail please")]));
   results.abort.contents = contents;
   // the server cancels the run when the client goes: no run is left active
   for (let i = 0; i < 100; i++) {
-    const health = await (await fetch(`${base}/healthz`)).json();
+    const health = await (await fetch(`${base}/healthz`, { headers })).json();
     results.abort.activeRuns = health.active_runs;
     if (health.active_runs === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 50));

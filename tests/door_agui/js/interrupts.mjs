@@ -93,7 +93,7 @@ results.input = await askAndAnswer(base, "/question What colour?", { status: "re
   // wait until the client judges it expired and the server has ended the parked run
   let active = null;
   for (let i = 0; i < 600; i++) {
-    active = (await (await fetch(`${shortBase}/healthz`)).json()).active_runs;
+    active = (await (await fetch(`${shortBase}/healthz`, { headers })).json()).active_runs;
     if (isInterruptExpired(interrupt) && active === 0) break;
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -12,7 +12,10 @@
 // "give-up" (a client that never answers the question and gives up on the call after
 // TIMEOUT_MS, the SDK's request timeout: 60 s unless set, then calls again) and
 // "thread" (start a stored thread, continue it, try an unknown one; the SDK checks each
-// result's structuredContent against the tool's outputSchema).
+// result's structuredContent against the tool's outputSchema), "content" (an image as an
+// attachment, the agent's images back as image blocks, a refused attachment; DOT_PNG_B64
+// is the image) and "state" (a thread's state in the result, as a resource template and
+// a resource; an unknown thread's state).
 // Prints one JSON object on stdout.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -136,10 +139,39 @@ async function thread(client) {
   return { started: shown(started), continued: shown(continued), unknown: shown(unknown), stateless: shown(stateless) };
 }
 
+async function content(client) {
+  await client.listTools(); // the SDK validates results against the output schemas it listed
+  const image = { type: "image", data: process.env.DOT_PNG_B64, mimeType: "image/png", name: "dot.png" };
+  const sent = await client.callTool({ name: "ask", arguments: { message: "look", attachments: [image] } });
+  const made = await client.callTool({ name: "ask", arguments: { message: "/draw /image hi" } });
+  const bad = { type: "image", data: "not base64!", mimeType: "image/png" };
+  const refused = await client.callTool({ name: "ask", arguments: { message: "bad", attachments: [bad] } });
+  return {
+    sent: described(sent),
+    made: { content: made.content, meta: made._meta ?? null, structured: made.structuredContent ?? null },
+    refused: { ...described(refused), meta: refused._meta ?? null },
+  };
+}
+
+async function state(client) {
+  await client.listTools();
+  const started = await client.callTool({ name: "ask", arguments: { message: '/state {"n": 1} go', new_thread: true } });
+  const id = started.structuredContent?.thread;
+  const templates = (await client.listResourceTemplates()).resourceTemplates;
+  const read = (await client.readResource({ uri: `onedoor://threads/${id}/state` })).contents;
+  let unknown = null;
+  try {
+    await client.readResource({ uri: "onedoor://threads/t-000000000000000000000000/state" });
+  } catch (exc) {
+    unknown = exc.code ?? String(exc);
+  }
+  return { started: started.structuredContent ?? null, templates, read, unknown };
+}
+
 const capabilities = scenario === "elicit" || scenario === "give-up" ? { elicitation: { form: {} } } : {};
 const client = new Client({ name: "onedoor-node-test", version: "1.0.0" }, { capabilities });
 const transport = transportFor();
-const scenarios = { ask, cancel, elicit, policy, "give-up": giveUp, thread };
+const scenarios = { ask, cancel, elicit, policy, "give-up": giveUp, thread, content, state };
 if (!scenarios[scenario]) throw new Error(`unknown scenario ${scenario}`);
 await client.connect(transport);
 const out = await scenarios[scenario](client);

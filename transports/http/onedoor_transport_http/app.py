@@ -21,6 +21,7 @@ from . import HttpOptions
 from .errors import error_body, send_error
 from .guard import Guard
 from .health import HEALTH_PATH, READY_PATH, health_routes
+from .oauth import make_gate
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -49,12 +50,14 @@ class ExactPrefix:
         await self.app(scope, receive, send)
 
 
-def _cors(app: ASGIApp, origins: list[str], mounts: list[AsgiMount]) -> ASGIApp:
+def _cors(app: ASGIApp, origins: list[str], mounts: list[AsgiMount], oauth: bool = False) -> ASGIApp:
     """CORS for the listed origins, with the request and response headers the doors declare."""
     from starlette.middleware.cors import CORSMiddleware
 
     allow = list(dict.fromkeys([*CORS_HEADERS, *(h.lower() for m in mounts for h in m.cors_headers)]))
     expose = list(dict.fromkeys(h.lower() for m in mounts for h in m.cors_expose))
+    if oauth:  # a browser client reads the challenge of a 401 (its resource_metadata)
+        expose.append("www-authenticate")
     return CORSMiddleware(
         app,
         allow_origins=origins,
@@ -79,6 +82,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
     if ctx.endpoint is None:
         ctx.endpoint = endpoint_for(options)
     mounts = [door.asgi_mount(ctx) for door in doors]
+    oauth = make_gate(options, ctx.endpoint, [m.prefix for m in mounts])  # None unless oauth_issuer is set
 
     async def root(request: Request) -> Any:
         for mount in mounts:
@@ -103,12 +107,14 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
             for mount in mounts:
                 if mount.lifespan is not None:
                     await stack.enter_async_context(mount.lifespan())
+            if oauth is not None:
+                stack.push_async_callback(oauth.aclose)
             yield
             # Runs still going (not tied to a connection uvicorn drained, e.g. in a door's
             # own tasks) are cancelled and get their endings before the doors' lifespans close.
             await ctx.kernel.shutdown(options.shutdown_grace)
 
-    routes: list[Any] = [*health_routes(ctx, doors, options), Route("/", root)]
+    routes: list[Any] = [*health_routes(ctx, doors, options), *(oauth.routes() if oauth else []), Route("/", root)]
     routes += [Mount(m.prefix.rstrip("/") or "/", app=m.app) for m in mounts]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, StoreUnavailable: store_unavailable})
     if ctx.hooks is not None:
@@ -118,13 +124,14 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
         mounts=mounts,
         endpoint=ctx.endpoint,
         tokens=options.principals(),
-        allowed_hosts=options.allowed_hosts,
+        allowed_hosts=options.served_hosts,
         cors_origins=options.cors_origins,
         max_body=options.max_body_bytes,
         open_paths=(HEALTH_PATH, READY_PATH),
-        public_paths=tuple(path for m in mounts for path in m.public_paths),
+        public_paths=tuple(path for m in mounts for path in m.public_paths) + (oauth.public_paths if oauth else ()),
         cookie_max_age=options.cookie_max_age,
+        oauth=oauth,
     )
     if options.cors_origins:
-        guarded = _cors(guarded, list(options.cors_origins), mounts)
+        guarded = _cors(guarded, list(options.cors_origins), mounts, oauth=oauth is not None)
     return guarded, mounts

@@ -22,7 +22,13 @@ this order, answering a JSON error ``{"error", "detail"}``:
                              Not asked on ``/healthz`` and ``/readyz`` (a bearer token
                              there, when right, names its principal: they show details
                              only then), nor on GET/HEAD of a door's ``public_paths``
-                             (A2A's agent card: how to authenticate).
+                             (A2A's agent card: how to authenticate), nor on the OAuth
+                             metadata documents. With ``oauth_issuer``: also a bearer
+                             token that is neither static nor a valid token of the
+                             issuer, with an RFC 6750 challenge naming the metadata.
+403  insufficient_scope      (OAuth) a valid token without the scopes asked for.
+503  auth_unavailable        (OAuth) the issuer's keys or introspection endpoint cannot
+                             be reached now.
 415  unsupported_media_type  a POST with a body whose ``Content-Type`` is not the
                              endpoint's own (``application/json`` unless the door says
                              otherwise), or a POST naming another type. This closes CORS
@@ -39,7 +45,7 @@ A JSON body is decoded once, here (:mod:`.body`): the value is in
 ``scope["onedoor.json"]`` (:data:`JSON_BODY`; :func:`read_json` gets it), and the raw
 bytes are replayed to the door for frameworks that read them themselves. The ``Host``
 and ``Origin`` rules are in :mod:`.hosts`, the tokens and page cookies in
-:mod:`.token_auth`.
+:mod:`.token_auth`, the authorization server's tokens in :mod:`.oauth`.
 
 Tokens in URLs: a browser opening a page (the AG-UI chat page, the REST docs) may pass
 ``?token=``. The guard takes the token out of the query before the door sees it and
@@ -64,7 +70,7 @@ time against every accepted token, and a page's cookie names its token's princip
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from onedoor.composition import AsgiMount, Endpoint
 
@@ -72,8 +78,12 @@ from .asgi_types import ASGIApp, Receive, Scope, Send
 from .body import JSON_BODY, has_body, is_json, read_json, with_body
 from .errors import send_error
 from .hosts import WILDCARD_BINDS, HostPolicy, OriginPolicy, is_loopback_name, split_host
+from .oauth import Refusal
 from .page_cookie import COOKIE_PREFIX, DEFAULT_MAX_AGE
-from .token_auth import PAGE_METHODS, TokenAuth, cookie_name
+from .token_auth import MISSING_TOKEN, PAGE_METHODS, URL_TOKEN_REFUSED, TokenAuth, cookie_name
+
+if TYPE_CHECKING:
+    from .oauth.gate import OAuthGate
 
 TYPED_METHODS = frozenset({"POST"})  # the one simple (preflight-free) method with a body
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -113,14 +123,17 @@ class Guard:
         open_paths: Iterable[str] = ("/healthz", "/readyz"),
         public_paths: Iterable[str] = (),
         cookie_max_age: int = DEFAULT_MAX_AGE,
+        oauth: "OAuthGate | None" = None,
     ) -> None:
         self.app = app
         self.endpoint = endpoint
         self.auth = TokenAuth(token, tokens, cookie_max_age)
+        self.oauth = oauth  # an authorization server's tokens, beside the static ones (:mod:`.oauth`)
+        self.checks_tokens = bool(self.auth) or oauth is not None
         self.max_body = max_body
         self.open_paths = frozenset(open_paths)
         self.public_paths = frozenset(public_paths)  # GET/HEAD without a token (a door's AsgiMount.public_paths)
-        hosts = HostPolicy(endpoint.host, allowed_hosts, any_host=bool(self.auth) and endpoint.host in WILDCARD_BINDS)
+        hosts = HostPolicy(endpoint.host, allowed_hosts, any_host=self.checks_tokens and endpoint.host in WILDCARD_BINDS)
         origins = OriginPolicy(cors_origins)
         self.default = MountRules("", ("application/json",), hosts, origins)
         self.rules = sorted(
@@ -169,13 +182,12 @@ class Guard:
                                "list the origin with the cors_origins option")
             return
         public = path in self.open_paths or (path in self.public_paths and scope.get("method") in PAGE_METHODS)
-        if self.auth and path in self.open_paths:  # open, but a caller with its token is known as itself
-            scope = self.auth.bearer(scope, headers)
-        if self.auth and not public:
-            scope, send, refused = self.auth.authenticate(scope, send, headers, rules.prefix)
-            if refused is not None:
-                await self._refuse(scope, send, 401, "unauthorized", refused,
-                                   [(b"www-authenticate", b'Bearer realm="onedoor"')])
+        if self.checks_tokens and path in self.open_paths:  # open, but a caller with its token is known as itself
+            scope = await self._known(scope, headers)
+        if self.checks_tokens and not public:
+            scope, send, refusal = await self._authenticate(scope, send, headers, rules.prefix)
+            if refusal is not None:
+                await self._refuse(scope, send, *refusal)
                 return
         method = scope.get("method", "GET")
         if kind != "http" or method in SAFE_METHODS:
@@ -188,6 +200,27 @@ class Guard:
                              f"send the body as {wanted} (got Content-Type: {media_type or 'none'})")
             return
         await with_body(self.app, scope, receive, send, headers, max_body=self.max_body, decode=is_json(media_type))
+
+    async def _known(self, scope: Scope, headers: dict[bytes, bytes]) -> Scope:
+        """``scope`` naming the principal of a valid token it carries, static or OAuth."""
+        known = self.auth.bearer(scope, headers) if self.auth else scope
+        if known is scope and self.oauth is not None:
+            known = await self.oauth.identify(scope, headers)
+        return known
+
+    async def _authenticate(self, scope: Scope, send: Send, headers: dict[bytes, bytes],
+                            prefix: str) -> tuple[Scope, Send, Refusal | None]:
+        """A static token (header, page cookie, a page's ``?token=``), else an OAuth token when configured."""
+        why = MISSING_TOKEN
+        if self.auth:
+            scope_as, sending, refused = self.auth.authenticate(scope, send, headers, prefix)
+            if refused is None:
+                return scope_as, sending, None
+            why = refused
+        if self.oauth is None or why == URL_TOKEN_REFUSED:
+            return scope, send, Refusal(401, "unauthorized", why, [(b"www-authenticate", b'Bearer realm="onedoor"')])
+        scope, refusal = await self.oauth.authenticate(scope, headers, prefix, why)
+        return scope, send, refusal
 
     async def _refuse(self, scope: Scope, send: Send, status: int, code: str, detail: str,
                       headers: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -56,6 +56,10 @@ def run_server(doors: list[Any], ctx: Any, options: HttpOptions) -> int:
             token = next(iter(options.principals()), None) if options.requires_token else None
             lines = [f"onedoor: listening on {base} (backend {kernel.backend.name!r}; Ctrl-C stops)"]
             lines += await door_lines(app, doors, mounts, base, port, token)
+            if options.oauth_issuer:
+                shown = options.public_url.rstrip("/") or base
+                lines.append(f"onedoor: OAuth: access tokens of {options.oauth_issuer} accepted too; "
+                             f"metadata at {shown}/.well-known/oauth-protected-resource[/<door prefix>]")
             print("\n".join(lines), flush=True)
 
         async def shutdown(self, sockets: Any = None) -> None:

@@ -111,9 +111,11 @@ class ThreadedServer:
         ready = threading.Event()
 
         def run() -> None:
-            self.loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(self.loop)
-            self.loop.run_until_complete(self._server.serve())
+            # a Runner cancels what is left when the server ends (e.g. sse-starlette's
+            # shutdown watcher), so no task is destroyed pending when the loop closes
+            with asyncio.Runner() as runner:
+                self.loop = runner.get_loop()
+                runner.run(self._server.serve())
 
         self._thread = threading.Thread(target=run, name="onedoor-test-server", daemon=True)
         self._thread.start()

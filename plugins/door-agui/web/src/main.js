@@ -11,7 +11,14 @@
 // still being written (GET runs/{id}/events replays it from its start). The page's runs ask
 // the server to finish a reply whose page went away (forwardedProps.onDisconnect) and send
 // only what is new since the last assistant message: the server keeps the rest.
+// Content: files attached (the attach button, or an image pasted into the composer) go as
+// AG-UI content parts and show in the conversation, reloaded ones too (parts.js); tool
+// results and the reply's parts show their images. State: a panel shows the shared state
+// and lets the user edit it; the edit goes with the next message (state.js). What the page
+// offers follows the server's capabilities (GET capabilities).
 import { HttpAgent, buildResumeArray, isInterruptExpired } from "@ag-ui/client";
+import { fileToPart, partElement, partName, partsBox, textOf } from "./parts.js";
+import { StatePanel } from "./state.js";
 
 // Opened with ?token=…, the server answered with an HttpOnly, SameSite=Strict cookie that
 // this page's own requests carry: drop the token from the address bar (and history).
@@ -28,7 +35,9 @@ const PAST_ROLES = new Set(["assistant", "reasoning", "activity"]);
 let threadsOn = false; // the server keeps threads (GET threads answered)
 
 // Sends only the new part of the conversation on a stored thread (not for a resume: the
-// door's snapshot of a resumed run is built from the messages it gets).
+// door's snapshot of a resumed run is built from the messages it gets), says the page holds
+// the thread (no MESSAGES_SNAPSHOT) and which state version its state is based on. Reads
+// the door's capabilities (the official HttpAgent declares getCapabilities, calls no URL).
 class ThreadAgent extends HttpAgent {
   prepareRunAgentInput(parameters) {
     const input = super.prepareRunAgentInput(parameters);
@@ -38,8 +47,15 @@ class ThreadAgent extends HttpAgent {
         if (PAST_ROLES.has(m.role)) last = i;
       });
       input.messages = input.messages.slice(last + 1);
+      input.forwardedProps = { ...input.forwardedProps, messagesSnapshot: false, onedoor: statePanel.forwarded() };
     }
     return input;
+  }
+
+  async getCapabilities() {
+    const response = await fetch(`${this.url}capabilities`, { headers: { ...this.headers, Accept: "application/json" } });
+    if (!response.ok) throw new Error(`capabilities: ${response.status}`);
+    return response.json();
   }
 }
 
@@ -51,6 +67,8 @@ class FollowAgent extends HttpAgent {
 }
 
 const agent = new ThreadAgent({ url: endpoint, headers });
+const statePanel = new StatePanel(agent);
+agent.subscribe({ onStateChanged: ({ state }) => statePanel.show(state) });
 
 const $ = (id) => document.getElementById(id);
 const log = $("log");
@@ -58,6 +76,10 @@ const input = $("input");
 const sendButton = $("send");
 const stopButton = $("stop");
 const statusLine = $("status");
+const attachButton = $("attach");
+const fileInput = $("attach-input");
+const pendingBox = $("pending");
+let pending = []; // attachments for the next message: {part, name}
 
 const TOOLS = [
   {
@@ -165,7 +187,16 @@ async function runOnce(view, resume, follow) {
     onToolCallResultEvent({ event }) {
       const call = view.calls.get(event.toolCallId);
       if (!call) return;
-      showResult(call, typeof event.content === "string" ? event.content : JSON.stringify(event.content), event.metadata?.isError);
+      showResult(call, event.content, event.metadata?.isError);
+    },
+    onActivitySnapshotEvent({ event }) {
+      // a part of the reply that is not text (its text names it): shown under the reply
+      if (event.activityType !== "onedoor.part") return;
+      const box = add("div", "reply-part");
+      box.append(partElement(event.content?.part));
+    },
+    onStateChanged({ state }) {
+      statePanel.show(state);
     },
     onCustomEvent({ event }) {
       const value = event.value;
@@ -175,9 +206,11 @@ async function runOnce(view, resume, follow) {
     },
     onRunErrorEvent({ event }) {
       failed = true;
+      statePanel.finished(event);
       add("div", "error", `The agent failed: ${event.message}`);
     },
     onRunFinishedEvent({ event }) {
+      statePanel.finished(event);
       outcome = event.outcome ?? { type: "success" };
     },
     onRunFailed({ error }) {
@@ -185,6 +218,7 @@ async function runOnce(view, resume, follow) {
       failed = true;
       view.refused = typeof error?.status === "number";
       view.refusedStatus = error?.status ?? null;
+      view.refusedCode = error?.payload?.error ?? null;
       add("div", "error", describe(error));
     },
   };
@@ -388,14 +422,18 @@ function fieldInput(prop, isRequired) {
   return { input, read: () => (input.value === "" && !isRequired ? undefined : input.value) };
 }
 
+// A tool's result on its card: its text, and the images (or names) of its other parts.
 function showResult(call, content, isError) {
   const state = call.card.querySelector(".state");
   state.textContent = isError ? "failed" : "done";
   if (isError) call.card.classList.add("error");
   call.card.querySelector(".result")?.remove();
+  call.card.querySelector(".parts")?.remove();
   const pre = call.card.appendChild(document.createElement("pre"));
   pre.className = "result";
-  pre.textContent = "→ " + pretty(content);
+  pre.textContent = "→ " + pretty(textOf(content));
+  const box = partsBox(content);
+  if (box) call.card.append(box);
 }
 
 function describe(error) {
@@ -436,18 +474,28 @@ function runTool(call) {
   return Promise.resolve(JSON.stringify({ error: `this page has no tool named ${call.name}` }));
 }
 
-async function converse(text) {
+async function converse(text, parts) {
   try {
-    await conversation(text);
+    await conversation(text, parts);
   } finally {
     await refreshThreads();
   }
 }
 
-async function conversation(text) {
-  const id = newId();
-  agent.addMessage({ id, role: "user", content: text });
+// A user's message in the conversation: its text, and its attachments below it.
+function userBubble(content) {
+  const text = textOf(content);
   const bubble = add("div", "msg user", text.length > 1500 ? `${text.slice(0, 1500)}… (${text.length} characters)` : text);
+  const box = partsBox(content);
+  if (box) bubble.append(box);
+  return bubble;
+}
+
+async function conversation(text, parts = []) {
+  const id = newId();
+  const content = parts.length ? [...(text ? [{ type: "text", text }] : []), ...parts] : text;
+  agent.addMessage({ id, role: "user", content });
+  const bubble = userBubble(content);
   const view = { runId: null, calls: new Map(), refused: false, abandoning: false };
   let resume;
   for (let round = 0; round < 16; round++) {
@@ -457,6 +505,7 @@ async function conversation(text) {
       agent.setMessages(agent.messages.filter((m) => m.id !== id));
       bubble.classList.add("unsent");
       bubble.title = "not sent";
+      if (view.refusedCode === "state_conflict") await reloadState("The state changed elsewhere; your edit was not sent.");
       return;
     }
     const open = agent.pendingInterrupts;
@@ -496,10 +545,69 @@ async function conversation(text) {
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   const text = input.value.trim();
-  if (!text || ["running", "waiting"].includes(document.body.dataset.state)) return;
+  if ((!text && !pending.length) || ["running", "waiting"].includes(document.body.dataset.state)) return;
+  const parts = pending.map((p) => p.part);
   input.value = "";
-  converse(text);
+  pending = [];
+  showPending();
+  converse(text, parts);
 });
+
+// -- attachments -------------------------------------------------------------------------
+async function attach(files) {
+  for (const file of [...files].slice(0, 16)) {
+    try {
+      pending.push({ part: await fileToPart(file) });
+    } catch (error) {
+      add("div", "error", `Could not read ${file.name}: ${error?.message ?? error}`);
+    }
+  }
+  showPending();
+}
+
+function showPending() {
+  pendingBox.replaceChildren();
+  pendingBox.hidden = pending.length === 0;
+  pending.forEach((item, index) => {
+    const chip = pendingBox.appendChild(element("span", "pending-item"));
+    chip.append(partElement(item.part));
+    chip.title = partName(item.part);
+    const remove = chip.appendChild(element("button", "remove", "×"));
+    remove.type = "button";
+    remove.title = `Remove ${partName(item.part)}`;
+    remove.onclick = () => {
+      pending.splice(index, 1);
+      showPending();
+    };
+  });
+}
+
+attachButton.addEventListener("click", () => fileInput.click());
+fileInput.addEventListener("change", async () => {
+  await attach(fileInput.files ?? []);
+  fileInput.value = "";
+});
+input.addEventListener("paste", (event) => {
+  const files = [...(event.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+  if (!files.length) return;
+  event.preventDefault();
+  attach(files);
+});
+
+// What the backend takes (GET capabilities): the attach button and what it offers.
+async function offerAttachments() {
+  let input = {};
+  try {
+    input = (await agent.getCapabilities())?.multimodal?.input ?? {};
+  } catch {}
+  const accept = [];
+  if (input.image) accept.push("image/*");
+  if (input.audio) accept.push("audio/*");
+  if (input.video) accept.push("video/*");
+  if (input.pdf) accept.push("application/pdf");
+  attachButton.hidden = accept.length === 0 && !input.file;
+  fileInput.accept = input.file ? "" : accept.join(",");
+}
 
 input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) {
@@ -534,6 +642,14 @@ const threadList = $("thread-list");
 
 function clearLog() {
   for (const el of [...log.children]) if (!el.classList.contains("hint")) el.remove();
+  pending = [];
+  showPending();
+}
+
+async function reloadState(note) {
+  const { status, body } = await getJson(`threads/${encodeURIComponent(agent.threadId)}`);
+  if (status === 200) statePanel.load(body.state, body.stateVersion);
+  if (note) statePanel.note.textContent = note;
 }
 
 function openThreadId(id) {
@@ -590,6 +706,7 @@ function newThread() {
   if (busy()) return;
   clearLog();
   agent.setMessages([]);
+  statePanel.load({}, 0);
   openThreadId(newId());
   setState("idle", "ready");
   input.focus();
@@ -612,7 +729,7 @@ async function deleteThread(id) {
 function render(messages) {
   const calls = new Map();
   for (const m of messages) {
-    if (m.role === "user") add("div", "msg user", asText(m.content));
+    if (m.role === "user") userBubble(m.content);
     else if (m.role === "assistant") {
       if (m.content) add("div", "msg assistant", asText(m.content));
       for (const call of m.toolCalls ?? []) {
@@ -624,7 +741,7 @@ function render(messages) {
       }
     } else if (m.role === "tool") {
       const call = calls.get(m.toolCallId);
-      if (call) showResult(call, asText(m.content), false);
+      if (call) showResult(call, m.content, false);
     }
   }
 }
@@ -635,10 +752,12 @@ async function restore(id) {
   openThreadId(id);
   if (status !== 200 || !Array.isArray(body?.messages)) {
     agent.setMessages([]);
+    statePanel.load({}, status === 404 ? 0 : null);
     if (status !== 404) add("div", "error", `Could not load the conversation (${status}): ${asText(body?.detail)}`);
     return;
   }
   agent.setMessages(body.messages);
+  statePanel.load(body.state, body.stateVersion);
   render(body.messages);
   if (body.running?.runId) reattach(body.running); // streams on; the page is usable meanwhile
   else setState("idle", "ready");
@@ -652,7 +771,10 @@ async function reattach(running) {
   await runOnce(view, undefined, { runId: running.runId, agent: follower });
   // the thread now holds the whole turn: take the server's copy as the history
   const { status, body } = await getJson(`threads/${encodeURIComponent(agent.threadId)}`);
-  if (status === 200 && Array.isArray(body?.messages)) agent.setMessages(body.messages);
+  if (status === 200 && Array.isArray(body?.messages)) {
+    agent.setMessages(body.messages);
+    statePanel.load(body.state, body.stateVersion);
+  }
   await refreshThreads();
 }
 
@@ -660,13 +782,17 @@ $("new-thread").addEventListener("click", newThread);
 
 async function start() {
   setState("idle", "ready");
+  await offerAttachments();
   const { status, body } = await getJson("info").catch(() => ({ status: 0 }));
   threadsOn = status === 200 && body?.threads === true;
   $("threads").hidden = !threadsOn;
   if (threadsOn) {
     const id = rememberedThreadId();
     if (id) await restore(id);
-    else openThreadId(newId());
+    else {
+      statePanel.load({}, 0);
+      openThreadId(newId());
+    }
     await refreshThreads();
   }
   document.body.dataset.ready = "true";

@@ -9,12 +9,15 @@ part and says what differs between the SDKs there:
 
 - ``_version``: which SDK (``MAJOR``), its error class;
 - ``_results``: :class:`Outcome`, :class:`ProtocolError`, and the SDK's tool, result and
-  error objects (``McpError(ErrorData)`` on 1.x, ``MCPError(code=, message=)`` on 2.x);
+  error objects (``McpError(ErrorData)`` on 1.x, ``MCPError(code=, message=)`` on 2.x),
+  results built from their wire form;
 - ``_progress``: :class:`Progress`, tied to its request (1.x drops a falsy request id);
-- ``_peer``: asking the client (:class:`Peer`: its capabilities, ``elicitation/create``);
+- ``_peer``: the client of a request (:class:`Peer`: its request's ``_meta``, its
+  capabilities, ``elicitation/create``);
 - ``_sessions``: the end of a session cancels its runs (:class:`SessionScope`; 2.x does
   it itself, 1.x lets handlers run on);
-- ``_server``: :func:`build_server` (``request_handlers`` on 1.x, ``on_*`` handlers on 2.x);
+- ``_server``: :func:`build_server` (``request_handlers`` on 1.x, ``on_*`` handlers on 2.x):
+  tools, and the door's :class:`Resources`; every request inside the door's ``observe``;
 - ``_messages``: JSON-RPC parsing and dumping (:func:`parse_message`,
   :func:`message_dict`), and 1.x's noisy refusals checked first
   (:func:`is_unknown_method`, :func:`params_problem`);
@@ -36,17 +39,18 @@ from ._messages import (
     request_id_of,
     response_id_of,
 )
-from ._peer import CLIENT_GONE, Peer
+from ._peer import CLIENT_GONE, Peer, request_meta
 from ._progress import Progress
 from ._results import Outcome, ProtocolError
-from ._server import CallTool, ListTools, SetLevel, build_server, run_server
+from ._server import CallTool, ListTools, Observe, Resources, SetLevel, build_server, run_server
 from ._sessions import SessionScope, current_session
 from ._streamable_http import is_session_end, quiet_session_end, session_manager
 from ._version import MAJOR, SDK_VERSION, log
 
 __all__ = [
-    "CLIENT_GONE", "MAJOR", "SDK_VERSION", "CallTool", "ListTools", "Outcome", "Peer", "Progress", "ProtocolError",
-    "SessionScope", "SetLevel", "build_server", "client_codec", "current_session", "dump_message", "is_session_end",
-    "is_unknown_method", "log", "message_dict", "params_problem", "parse_message", "quiet_session_end", "read_timeout",
-    "request_id_of", "response_id_of", "run_server", "session_manager",
+    "CLIENT_GONE", "MAJOR", "SDK_VERSION", "CallTool", "ListTools", "Observe", "Outcome", "Peer", "Progress",
+    "ProtocolError", "Resources", "SessionScope", "SetLevel", "build_server", "client_codec", "current_session",
+    "dump_message", "is_session_end", "is_unknown_method", "log", "message_dict", "params_problem", "parse_message",
+    "quiet_session_end", "read_timeout", "request_id_of", "request_meta", "response_id_of", "run_server",
+    "session_manager",
 ]

@@ -1,4 +1,8 @@
-"""The client of one ``tools/call`` (:class:`Peer`): whether it can be asked, and asking it by form-mode elicitation.
+"""The client of one request (:class:`Peer`): its request's ``_meta``, whether it can be asked, and asking it by
+form-mode elicitation.
+
+A request's ``_meta`` is a model with extra fields on 1.x and a dict on 2.x
+(:func:`request_meta` makes both a plain dict).
 
 The client's capabilities are ``client_params`` on 1.x and ``client_capabilities`` on
 2.x, where a 2026-07-28 connection has no back-channel for server requests.
@@ -27,16 +31,22 @@ class Peer:
     session's one channel.
     """
 
-    def __init__(self, session: Any, request_id: Any, request: Any = None) -> None:
+    def __init__(self, session: Any, request_id: Any, request: Any = None, meta: dict[str, Any] | None = None) -> None:
         self.session = session
         self.request_id = request_id
         self.request = request  # the HTTP request that carried the call (Starlette), if any
+        self.meta = meta or {}  # the request's ``_meta`` as a plain dict (e.g. W3C ``traceparent``)
+
+    @property
+    def scope(self) -> Any:
+        """The ASGI scope of the HTTP request that carried the call (None off HTTP)."""
+        return getattr(self.request, "scope", None)
 
     @property
     def gone(self) -> Any:
         """An event set when the HTTP client of this call disconnects (None off HTTP);
         the door's ASGI app puts it in the request's scope (:data:`CLIENT_GONE`)."""
-        scope = getattr(self.request, "scope", None)
+        scope = self.scope
         return scope.get(CLIENT_GONE) if isinstance(scope, dict) else None
 
     def capabilities(self) -> Any:
@@ -114,6 +124,19 @@ def _snapshot_pending(session: Any) -> None:
         session._response_streams = _PendingRequests(pending)
 
 
+def request_meta(meta: Any) -> dict[str, Any]:
+    """A request's ``_meta`` as a plain dict (empty when it has none)."""
+    if meta is None:
+        return {}
+    if isinstance(meta, dict):
+        return dict(meta)
+    try:
+        dumped = meta.model_dump(by_alias=True, mode="json", exclude_none=True)
+    except Exception:  # noqa: BLE001 - not a model: nothing to read
+        return {}
+    return dumped if isinstance(dumped, dict) else {}
+
+
 def _modern_versions() -> tuple[str, ...]:
     try:
         from mcp.shared.inbound import MODERN_PROTOCOL_VERSIONS  # type: ignore[import-not-found]  # 2.x (from mcp-types)
@@ -122,4 +145,4 @@ def _modern_versions() -> tuple[str, ...]:
     return tuple(MODERN_PROTOCOL_VERSIONS)
 
 
-__all__ = ["CLIENT_GONE", "Peer"]
+__all__ = ["CLIENT_GONE", "Peer", "request_meta"]

@@ -1,6 +1,9 @@
-"""What a tool call answers, in plain Python (:class:`Outcome`, :class:`ProtocolError`), and as the SDK's objects.
+"""What a request answers, in plain Python (:class:`Outcome`, :class:`ProtocolError`, dicts in
+the MCP wire form), and as the SDK's objects.
 
 The SDK's error is ``McpError(ErrorData)`` on 1.x and ``MCPError(code=, message=)`` on 2.x.
+Results are built from their wire form (``model_validate`` of camelCase JSON), which both
+SDKs read alike; 1.x silently ignores snake_case keywords such as ``is_error=``.
 """
 
 from __future__ import annotations
@@ -10,19 +13,23 @@ from typing import Any
 
 import mcp.types as types
 
-from ._version import MAJOR, SdkError
+from ._version import MAJOR, SdkError, log
 
 
 @dataclass
 class Outcome:
     """What a tool call returns: the text for the client and whether it is an error;
-    ``structured`` (the structured content, matching the tool's output schema) and
-    ``notes`` (more text blocks after the text) when there are any."""
+    ``structured`` (the structured content, matching the tool's output schema),
+    ``blocks`` (more content blocks after the text, in the MCP wire form: ``image``,
+    ``audio``, ``resource``, ``resource_link``), ``notes`` (text blocks after those) and
+    ``meta`` (the result's ``_meta``) when there are any."""
 
     text: str
     is_error: bool = False
     structured: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    blocks: tuple[dict[str, Any], ...] = ()
+    meta: dict[str, Any] | None = None
 
 
 class ProtocolError(Exception):
@@ -54,11 +61,40 @@ def tool_model(spec: dict[str, Any]) -> Any:
 
 
 def call_result(outcome: Outcome) -> Any:
-    """An :class:`Outcome` as the SDK's ``CallToolResult`` (the text, then the notes, as text blocks)."""
-    blocks = [types.TextContent(type="text", text=text) for text in (outcome.text, *outcome.notes)]
-    return types.CallToolResult(
-        content=blocks, structuredContent=outcome.structured, isError=outcome.is_error  # type: ignore[arg-type]
-    )
+    """An :class:`Outcome` as the SDK's ``CallToolResult``: the text, the blocks, the notes.
+
+    A block this SDK refuses (e.g. a URI it cannot parse) goes out as a text block that
+    names it, so the rest of the result still reaches the client.
+    """
+    wire: dict[str, Any] = {"content": [], "isError": outcome.is_error}
+    if outcome.structured is not None:
+        wire["structuredContent"] = outcome.structured
+    if outcome.meta:
+        wire["_meta"] = outcome.meta
+    texts = [_text(outcome.text), *outcome.blocks, *(_text(note) for note in outcome.notes)]
+    try:
+        return types.CallToolResult.model_validate({**wire, "content": texts})
+    except Exception:  # noqa: BLE001 - pydantic.ValidationError: find the blocks it refuses
+        return types.CallToolResult.model_validate({**wire, "content": [_checked(block) for block in texts]})
 
 
-__all__ = ["Outcome", "ProtocolError", "call_result", "sdk_error", "tool_model"]
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _checked(block: dict[str, Any]) -> dict[str, Any]:
+    try:
+        types.CallToolResult.model_validate({"content": [block]})
+    except Exception as exc:  # noqa: BLE001 - pydantic.ValidationError
+        kind = str(block.get("type", "?"))[:40]
+        log.warning("mcp: a %s block of a result could not be sent: %.200s", kind, str(exc).splitlines()[0])
+        return _text(f"[a {kind} part of the reply could not be sent over MCP]")
+    return block
+
+
+def model(cls: Any, wire: dict[str, Any]) -> Any:
+    """The SDK's ``cls`` from its wire form (camelCase keys, ``_meta``)."""
+    return cls.model_validate(wire)
+
+
+__all__ = ["Outcome", "ProtocolError", "call_result", "model", "sdk_error", "tool_model"]
