@@ -38,7 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from a2a.server.tasks import PushNotificationSender
-from a2a.types import Task, TaskState, TaskStatusUpdateEvent
+from a2a.types import Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
 from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict
 
@@ -146,7 +146,7 @@ class PushSender(PushNotificationSender):  # type: ignore[misc]
 
     async def send_notification(self, task_id: str, event: Any) -> None:
         try:
-            configs = await self.configs.get_info_for_dispatch(task_id)
+            configs = await self._configs_for(task_id, event)
         except Exception as exc:  # noqa: BLE001 - the store is out: this event is not pushed
             log.warning("push for task %s: its configs could not be read (%s: %s)", task_id, type(exc).__name__, exc)
             return
@@ -156,6 +156,13 @@ class PushSender(PushNotificationSender):  # type: ignore[misc]
         final = is_final(event)
         for config in configs:
             self._enqueue(task_id, config, body, final)
+
+    async def _configs_for(self, task_id: str, event: Any) -> list[Any]:
+        """The task's configs: read again for anything but an artifact update (a status changed)."""
+        fresh_read = getattr(self.configs, "for_dispatch", None)
+        if fresh_read is None:  # the SDK's store
+            return list(await self.configs.get_info_for_dispatch(task_id))
+        return list(await fresh_read(task_id, fresh=not isinstance(event, TaskArtifactUpdateEvent)))
 
     def _enqueue(self, task_id: str, config: Any, body: dict[str, Any], final: bool) -> None:
         key = (task_id, config.id)

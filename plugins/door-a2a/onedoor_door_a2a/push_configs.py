@@ -8,9 +8,11 @@ config made through one server is used by the server running the task, and read 
 through any; else the SDK's in-memory store keeps them. A task holds at most
 ``MAX_CONFIGS`` configs.
 
-The server running a task reads its configs for every event (:mod:`.push`): those reads
-are kept ``DISPATCH_TTL`` seconds (this server's own changes apply at once; another
-server's within that time).
+The server running a task reads its configs for every event (:mod:`.push`): at each
+change of the task's status (the task made, ``working``, ``input-required``, its ending)
+from the store, so a config made through another server is used from the next status
+on; between two, for the artifact updates (each delta of a streamed reply), that read is
+kept ``DISPATCH_TTL`` seconds (this server's own changes apply at once).
 """
 
 from __future__ import annotations
@@ -75,9 +77,14 @@ class RecordPushConfigs(PushNotificationConfigStore):  # type: ignore[misc]
         return [_config(r.body) for r in reversed(page.records)]
 
     async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        return await self.for_dispatch(task_id, fresh=False)
+
+    async def for_dispatch(self, task_id: str, *, fresh: bool) -> list[TaskPushNotificationConfig]:
+        """Every principal's configs of the task, for the sender; ``fresh``: read from the
+        store (a change of the task's status), else kept ``DISPATCH_TTL`` seconds."""
         now = time.monotonic()
         kept = self._dispatch.get(task_id)
-        if kept is not None and now - kept[0] < DISPATCH_TTL:
+        if not fresh and kept is not None and now - kept[0] < DISPATCH_TTL:
             return kept[1]
         page = await self.store.record_list(KIND, None, group=task_id, limit=MAX_CONFIGS)
         configs = [_config(r.body) for r in reversed(page.records)]
