@@ -14,19 +14,20 @@ FINAL = ("TASK_STATE_COMPLETED", "TASK_STATE_CANCELED", "TASK_STATE_FAILED")
 
 class Webhook:
     """A webhook on 127.0.0.1: keeps (path, headers, JSON body) of each POST it took; the
-    first ``refuse`` POSTs to a path get 503 (counted in ``refused``)."""
+    first ``refuse`` POSTs to a path get 503, and every POST to a path in ``always`` gets
+    the status named there (each counted in ``refused``)."""
 
-    def __init__(self, refuse: int = 0) -> None:
+    def __init__(self, refuse: int = 0, always: dict[str, int] | None = None) -> None:
         self.posts: list[tuple[str, dict[str, str], dict[str, Any]]] = []
         self.refused: dict[str, int] = {}
-        hook = self
+        hook, statuses = self, dict(always or {})
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
-                if hook.refused.get(self.path, 0) < refuse:
+                if self.path in statuses or hook.refused.get(self.path, 0) < refuse:
                     hook.refused[self.path] = hook.refused.get(self.path, 0) + 1
-                    self.send_response(503)
+                    self.send_response(statuses.get(self.path, 503))
                     self.send_header("Retry-After", "0")
                 else:
                     hook.posts.append((self.path, dict(self.headers), json.loads(body)))

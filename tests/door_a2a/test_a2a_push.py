@@ -6,7 +6,9 @@ order, a streaming client sees), each with the config's token and authentication
 webhook that answers 503 is tried again; configs made with CreateTaskPushNotificationConfig
 are read back (Get, List), used for what follows, and deleted, through the Python client
 and through the JS client @a2a-js/sdk (whose JSON-RPC transport speaks A2A 0.3's
-``tasks/pushNotificationConfig/*``). Loopback webhooks need
+``tasks/pushNotificationConfig/*``). Bad configs (unknown task, bad URL, long id, one
+too many) are -32602 / task-not-found with the reason; retries are bounded
+(``push_retries``) and a 4xx is not retried, each failure one warning line. Loopback webhooks need
 ``-o a2a.push_allow_private=true``: without it such a URL is refused with the reason.
 """
 
@@ -27,9 +29,11 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError
 from a2a_helpers import TOKEN, A2aServer, ask, authorized, clients, send
 from a2a_webhook import Webhook, state
+from onedoor.testing.hostile import traceback_in
+from onedoor_door_a2a.push_configs import MAX_CONFIGS
 from onedoor_test_support import await_for, node_or_skip, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -166,3 +170,80 @@ def test_the_js_client_makes_reads_and_deletes_configs(pushing: Any, webhook: We
     assert headers and all(h.get("Authorization") == "Bearer cred-js-1" for h in headers)
     assert all(h.get("X-A2A-Notification-Token") == "tok-js-one" for h in headers)
     assert webhook.bodies("/js-two") == [], "the config deleted before the answer got nothing"
+
+
+async def test_bad_configs_are_clear_errors_and_the_server_keeps_serving(pushing: Any, webhook: Webhook) -> None:
+    async with authorized() as http:
+        _, client, _ = await clients(http, pushing.a2a_url)
+        task = await send(client, ask("/question Which colour, configured?"))
+        unknown = config(webhook.base + "/x", "tok")
+        unknown.task_id = "no-such-task"
+        with pytest.raises(TaskNotFoundError):
+            await client.create_task_push_notification_config(unknown)
+        empty = config("", "tok")
+        empty.task_id = task.id
+        with pytest.raises(InvalidParamsError) as raised:  # (the SDK's own check of required fields, first)
+            await client.create_task_push_notification_config(empty)
+        assert "url" in f"{raised.value} {getattr(raised.value, 'data', '')}".lower(), repr(raised.value)
+        for made, why in ((config("not a url", "tok"), "is http:// or https://"),
+                          (config(webhook.base + "/x", "tok", config_id="i" * 201), "at most 200 characters")):
+            made.task_id = task.id
+            with pytest.raises(InvalidParamsError, match=why):
+                await client.create_task_push_notification_config(made)
+        for n in range(MAX_CONFIGS):
+            made = config(webhook.base + f"/c{n}", "tok", config_id=f"c{n}")
+            made.task_id = task.id
+            await client.create_task_push_notification_config(made)
+        eleventh = config(webhook.base + "/c-over", "tok", config_id="c-over")
+        eleventh.task_id = task.id
+        with pytest.raises(InvalidParamsError, match=f"at most {MAX_CONFIGS} push notification configs"):
+            await client.create_task_push_notification_config(eleventh)
+        replaced = config(webhook.base + "/c0-again", "tok-again", config_id="c0")  # the same id: replaced, not added
+        replaced.task_id = task.id
+        await client.create_task_push_notification_config(replaced)
+        with pytest.raises(A2AError):
+            await client.get_task_push_notification_config(GetTaskPushNotificationConfigRequest(task_id=task.id, id="nope"))
+        listed = await client.list_task_push_notification_configs(ListTaskPushNotificationConfigsRequest(task_id=task.id))
+        assert len(listed.configs) == MAX_CONFIGS
+        assert {c.id: c.url for c in listed.configs}["c0"] == webhook.base + "/c0-again"
+        again = await send(client, ask("still serving"))
+    assert again.status.state == TaskState.TASK_STATE_COMPLETED
+    assert traceback_in(pushing.stderr()) is None, pushing.stderr()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def retrying_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    tmp = tmp_path_factory.mktemp("a2a-push-retries")
+    server = A2aServer(["--token", TOKEN, "-o", "sqlite.path=" + str(tmp / "threads.sqlite3"),
+                        "-o", "a2a.push_allow_private=true", "-o", "a2a.push_retries=1"], tmp)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_retries_are_bounded_and_a_refusal_is_not_retried(retrying_once: Any) -> None:
+    hook = Webhook(always={"/down": 503, "/no": 400})
+    try:
+        request = ask("/long 3 pushed to webhooks that fail")
+        request.configuration.task_push_notification_config.CopyFrom(config(hook.base + "/down", "tok"))
+        async with authorized() as http:
+            _, client, streaming = await clients(http, retrying_once.a2a_url)
+            events = [event async for event in streaming.send_message(request)]
+            assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED, "the task is not held up"
+            asked = await send(client, ask("/question Pushed again?"))
+            second = config(hook.base + "/no", "tok", config_id="no")
+            second.task_id = asked.id
+            await client.create_task_push_notification_config(second)
+            await send(client, ask("yes", task_id=asked.id, context_id=asked.context_id))
+        pushed = len(events)  # what the stream had: the task as made, then every update
+        await await_for(lambda: hook.refused.get("/down", 0) >= 2 * pushed, "every update tried twice at /down", 60)
+        await await_for(lambda: "push for task" in retrying_once.stderr() and "HTTP 400" in retrying_once.stderr(),
+                        "the warnings of the failed pushes", 30)
+        assert hook.refused["/down"] == 2 * pushed, (hook.refused, pushed)  # once, and once again: no more
+        assert hook.posts == []
+        log = retrying_once.stderr()
+        assert "failed (HTTP 503) after 2 attempt(s)" in log and "failed (HTTP 400) after 1 attempt(s)" in log, log[-3000:]
+        assert traceback_in(log) is None, log[-3000:]
+    finally:
+        hook.close()
