@@ -2,7 +2,9 @@
 servers: ``ListTasks`` per principal (a tokens file: alice and bob), paging and filters; a
 task read after the server restarted, with its history; a task whose server was killed
 mid-run reads as failed after the restart, not as working forever; an input-required
-task whose server stopped is ended when it is answered, never left waiting.
+task whose server stopped is ended when it is answered, never left waiting. Without a
+store (``--store none``) tasks and push configs are kept in memory, per principal, until
+the server stops.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import A2AError, TaskNotFoundError
 from a2a_helpers import A2aServer, ask, clients, reply_of, send
+from onedoor_test_support import await_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -161,5 +164,47 @@ async def test_a_task_whose_server_was_killed_reads_failed_after_the_restart(tmp
             with pytest.raises(A2AError, match="terminal state"):
                 async for _ in streaming.subscribe(SubscribeToTaskRequest(id=task_id)):
                     pass
+    finally:
+        server.stop()
+
+
+async def test_without_a_store_tasks_and_push_configs_are_in_memory(tmp_path: Path) -> None:
+    """``--store none``: the SDK's in-memory stores, as on one server before; gone with it."""
+    from a2a_webhook import Webhook, state
+
+    (tmp_path / "tokens").write_text(f"alice {ALICE}\nbob {BOB}\n", "utf-8")
+    args = ["--store", "none", "-o", f"tokens_file={tmp_path / 'tokens'}", "-o", "a2a.push_allow_private=true"]
+    hook = Webhook()
+    server = A2aServer(args, tmp_path)
+    try:
+        async with auth(ALICE) as alice_http, auth(BOB) as bob_http:
+            _, alice, _ = await clients(alice_http, server.a2a_url)
+            _, bob, _ = await clients(bob_http, server.a2a_url)
+            done = await send(alice, ask("kept in memory"))
+            asked = await send(alice, ask("/question Which colour, in memory?"))
+            await alice.create_task_push_notification_config(
+                TaskPushNotificationConfig(task_id=asked.id, url=hook.base + "/mem", token="tok-mem", id="mem"))
+            answered = await send(alice, ask("red", task_id=asked.id, context_id=asked.context_id))
+            assert answered.status.state == COMPLETED
+            got = await alice.get_task(GetTaskRequest(id=done.id))
+            assert reply_of(got) == reply_of(done) and got.status.state == COMPLETED
+            listed = await alice.list_tasks(ListTasksRequest())
+            assert {t.id for t in listed.tasks} == {done.id, asked.id}
+            assert list((await bob.list_tasks(ListTasksRequest())).tasks) == []
+            with pytest.raises(TaskNotFoundError):
+                await bob.get_task(GetTaskRequest(id=done.id))
+        await await_for(lambda: hook.ended("/mem"), "the answered task's updates at the webhook")
+        states = [state(b) for b in hook.bodies("/mem") if state(b)]
+        assert "TASK_STATE_WORKING" in states and states[-1] == "TASK_STATE_COMPLETED", states
+        assert all(h.get("X-A2A-Notification-Token") == "tok-mem" for _, h, _ in hook.posts)
+    finally:
+        server.stop()
+        hook.close()
+    server = A2aServer(args, tmp_path)
+    try:
+        async with auth(ALICE) as http:
+            _, alice, _ = await clients(http, server.a2a_url)
+            with pytest.raises(TaskNotFoundError):  # nothing kept: gone with the server
+                await alice.get_task(GetTaskRequest(id=done.id))
     finally:
         server.stop()
