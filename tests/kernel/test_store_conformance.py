@@ -8,14 +8,17 @@ from onedoor.testing.store_conformance import (
     CHECKS,
     JOURNAL_CHECKS,
     LEASE_CHECKS,
+    RECORD_CHECKS,
     SHARED_CHECKS,
     STATE_CHECKS,
     check_another_owners_thread_looks_unknown,
 )
 from onedoor.threads.sqlite import SQLiteThreadStore
 
+ALL = CHECKS + SHARED_CHECKS + LEASE_CHECKS + STATE_CHECKS + RECORD_CHECKS
 
-@pytest.mark.parametrize("check", CHECKS + SHARED_CHECKS + LEASE_CHECKS + STATE_CHECKS, ids=lambda check: check.__name__)
+
+@pytest.mark.parametrize("check", ALL, ids=lambda check: check.__name__)
 async def test_sqlite_store_conforms(check, tmp_path):
     await check(lambda max_thread_chars: SQLiteThreadStore(tmp_path / "threads.db", max_thread_chars=max_thread_chars))
 

@@ -51,8 +51,27 @@ async def a2a_clients(endpoint: str, secret: str, name: str) -> AsyncIterator[tu
             sb.uniffi_set_event_loop(None)  # back to "the running loop", for the next test's loop
 
 
+@asynccontextmanager
+async def a2a_stub(endpoint: str, secret: str, name: str) -> AsyncIterator[Any]:
+    """slima2a's generated A2A stub on a slimrpc channel to ``name``: calls that may carry
+    slimrpc metadata (``metadata={"traceparent": ...}``), which slima2a's client never sends."""
+    from slima2a.types.v1.a2a_pb2_slimrpc import A2AServiceStub
+
+    org, namespace, _ = name.split("/")
+    sb = bindings.slim("error")
+    sb.uniffi_set_event_loop(asyncio.get_running_loop())
+    me = f"a2a-stub-{uuid.uuid4().hex[:10]}"
+    service = sb.create_service(me)
+    app, conn = await connect_and_subscribe(service, sb.Name(org, namespace, me), slim_url=endpoint, secret=secret)
+    try:
+        yield A2AServiceStub(slimrpc_channel_factory(app, conn)(name))
+    finally:
+        service.disconnect(conn)
+        sb.uniffi_set_event_loop(None)
+
+
 def artifact_text(task: Any) -> str:
     return "".join(part.text for artifact in task.artifacts for part in artifact.parts)
 
 
-__all__ = ["a2a_clients", "artifact_text", "request"]
+__all__ = ["a2a_clients", "a2a_stub", "artifact_text", "request"]

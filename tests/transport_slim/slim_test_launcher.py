@@ -2,8 +2,10 @@
 
 - An ``echo`` channel door: answers each message with ``echo:<message>``, ``pid`` with
   the worker's process id, and a too-large message with ``too-large``.
-- An observer hook appending one JSON line per finished run (stop reason or error) to
-  the file named by ``ONEDOOR_TEST_OUTCOMES``, so a test can see that a backend stopped.
+- An observer hook appending one JSON line per finished run (stop reason or error, the
+  ``meta`` the door passed: trace context) to the file named by ``ONEDOOR_TEST_OUTCOMES``,
+  so a test can see that a backend stopped, and one per request a door served (door,
+  transport, method, meta) to ``ONEDOOR_TEST_REQUESTS``.
 
 Usage: python slim_test_launcher.py serve --door echo --transport slim -o …
 """
@@ -48,7 +50,17 @@ class Observer:
                 "outcome": type(outcome).__name__,
                 "stop_reason": getattr(outcome, "stop_reason", None),
                 "pid": os.getpid(),
+                "meta": dict(getattr(run, "meta", None) or {}),
             }
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(record) + "\n")
+
+    @hookimpl
+    def onedoor_request_finished(self, request, error):
+        path = os.environ.get("ONEDOOR_TEST_REQUESTS")
+        if path:
+            record = {"door": request.door, "transport": request.transport, "method": request.method,
+                      "meta": request.meta, "principal": request.principal, "error": error}
             with open(path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(record) + "\n")
 

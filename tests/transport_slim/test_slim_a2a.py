@@ -26,7 +26,7 @@ if "a2a" not in plugins.names("door"):
 
 import slim_bindings
 from a2a.types import CancelTaskRequest, GetExtendedAgentCardRequest, GetTaskRequest, TaskState
-from a2a_slim_client import a2a_clients, artifact_text, request
+from a2a_slim_client import a2a_clients, a2a_stub, artifact_text, request
 from slim_harness import NAME, SECRET, Proc, cli
 
 pytestmark = pytest.mark.timeout(120)
@@ -65,6 +65,34 @@ async def test_send_get_and_card_over_slim(node_cluster):
 
         again = [event async for event in unary.send_message(request("still serving"))]  # the error hurt nothing
         assert "You said: still serving" in artifact_text(again[0].task)
+
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+async def test_each_call_is_observed_with_the_trace_context_of_its_metadata(node_cluster):
+    requests = node_cluster.root / "requests.jsonl"
+    worker = node_cluster.worker("a2a", env={"ONEDOOR_TEST_REQUESTS": str(requests)})
+    async with a2a_stub(node_cluster.endpoint, SECRET, NAME) as stub:
+        sent = await stub.SendMessage(request("traced over slim"), metadata={"traceparent": TRACEPARENT,
+                                                                              "tracestate": "vendor=1"})
+        assert "You said: traced over slim" in artifact_text(sent.task)
+        streamed = [event async for event in stub.SendStreamingMessage(request("streamed over slim"))]
+        assert streamed[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+        await stub.GetTask(GetTaskRequest(id=sent.task.id))
+
+    def seen():
+        return [json.loads(line) for line in requests.read_text().splitlines()] if requests.exists() else []
+
+    await await_for(lambda: len(seen()) >= 3, "the worker's request observers")
+    assert [(r["door"], r["transport"], r["method"], r["error"]) for r in seen()] == [
+        ("a2a", "slim", "SendMessage", None), ("a2a", "slim", "SendStreamingMessage", None),
+        ("a2a", "slim", "GetTask", None)]
+    assert seen()[0]["meta"] == {"traceparent": TRACEPARENT, "tracestate": "vendor=1"}
+    assert seen()[1]["meta"] == {} and seen()[0]["principal"] == "local"
+    traced = await await_for(lambda: next((o for o in outcomes(worker) if o["message"] == "traced over slim"), None),
+                             "the traced run's outcome")
+    assert traced["meta"] == {"traceparent": TRACEPARENT, "tracestate": "vendor=1"}, traced
 
 
 async def test_stream_grows_then_cancel_stops_the_backend(node_cluster):

@@ -36,6 +36,7 @@ from .store_extra_checks import (
     check_state_writers_race,
     check_turn_leases,
 )
+from .store_record_checks import RECORD_CHECKS
 
 # A turn as the kernel records it: a tool call with its result, odd text included
 # (NUL, emoji, newlines, markup-looking and JSON-looking text), empty content.
@@ -303,16 +304,20 @@ CHECKS: list[Check] = [
 SHARED_CHECKS: list[Check] = [check_two_stores_share_threads, check_concurrent_writers_on_two_stores]
 LEASE_CHECKS: list[Check] = [check_turn_leases]  # for a store with the optional turn-lease calls
 STATE_CHECKS: list[Check] = [check_state_compare_and_set, check_state_writers_race]  # for a StateStore
+# RECORD_CHECKS (store_record_checks): for a store that keeps doors' records (onedoor.threads.records)
 
 
-async def run_all(make_store: StoreFactory, *, shared: bool = False, leases: bool = False, state: bool = False) -> None:
+async def run_all(make_store: StoreFactory, *, shared: bool = False, leases: bool = False, state: bool = False,
+                  records: bool = False) -> None:
     """Every check in turn (the shared ones too with ``shared``, the lease ones with
-    ``leases``, the state ones with ``state``); the first failure raises."""
+    ``leases``, the state ones with ``state``, the record ones with ``records``); the first
+    failure raises."""
     for check in (CHECKS + (SHARED_CHECKS if shared else []) + (LEASE_CHECKS if leases else [])
-                  + (STATE_CHECKS if state else [])):
+                  + (STATE_CHECKS if state else []) + (RECORD_CHECKS if records else [])):
         await check(make_store)
 
 
-__all__ = ["CHECKS", "JOURNAL_CHECKS", "LEASE_CHECKS", "SHARED_CHECKS", "STATE_CHECKS", "StoreFactory", "run_all", "TURN"] + [
-    c.__name__ for c in CHECKS + SHARED_CHECKS + LEASE_CHECKS + STATE_CHECKS
+__all__ = ["CHECKS", "JOURNAL_CHECKS", "LEASE_CHECKS", "RECORD_CHECKS", "SHARED_CHECKS", "STATE_CHECKS", "StoreFactory",
+           "run_all", "TURN"] + [
+    c.__name__ for c in CHECKS + SHARED_CHECKS + LEASE_CHECKS + STATE_CHECKS + RECORD_CHECKS
 ]  # (the journal checks' names: onedoor.testing.journal_checks)

@@ -13,7 +13,8 @@ Thread ids are made by the store (``t-`` and 24 hex digits) or chosen by the cli
 ``-_.:``. A chosen id that is taken (by anyone) is ``conflict``, never another owner's
 thread. Stores are plugins of the ``onedoor.stores`` entry-point group
 (:mod:`onedoor.threads.stores`); ``onedoor serve`` gives the kernel one (``kernel.store``).
-Doors make their thread calls through ``kernel.threads`` (:class:`ThreadDesk`).
+Doors make their thread calls through ``kernel.threads`` (:class:`ThreadDesk`). A store
+may keep doors' records beside the threads (:mod:`onedoor.threads.records`).
 """
 
 from .desk import MAX_PAGE, NO_THREADS, ThreadDesk, ThreadPage
@@ -31,10 +32,11 @@ from .model import (
     keeps_state,
     new_thread_id,
 )
+from .records import Record, RecordPage, RecordStore, keeps_records
 from .turns import TurnRecorder, append_turn, title_from, turn_messages
 
 __all__ = [
-    "MAX_PAGE", "NO_THREADS", "THREAD_ID_PATTERN", "StateStore", "StoreUnavailable", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore",
+    "MAX_PAGE", "NO_THREADS", "THREAD_ID_PATTERN", "Record", "RecordPage", "RecordStore", "StateStore", "StoreUnavailable", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore",
     "ThreadSummary", "TurnRecorder", "append_turn",
-    "check_append", "check_state_update", "check_thread_id", "keeps_state", "new_thread_id", "title_from", "turn_messages",
+    "check_append", "check_state_update", "check_thread_id", "keeps_records", "keeps_state", "new_thread_id", "title_from", "turn_messages",
 ]

@@ -7,6 +7,7 @@ and ``secure_delete`` (a deleted thread's text is overwritten in the file, not j
 unlinked); a delete also checkpoints and empties the log, so the text leaves the
 ``-wal`` file at once too. Changes are compare-and-set on the thread's version inside one
 ``BEGIN IMMEDIATE`` transaction, so two processes sharing the file serialise too.
+It keeps doors' records too (:mod:`onedoor.threads.records`), and a thread's go with it.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from ..journal import sqlite as sqlite_journal
 from ..journal.shared import JournalPage
 from ..messages import Message
 from ..wire import encode_json_text
+from . import records_sqlite
 from .leases import holder_alive
 from .model import Thread, ThreadError, ThreadSummary, check_append, check_state_update, check_thread_id, new_thread_id
+from .records import Record, RecordPage
 from .turns import title_from
 
 T = TypeVar("T")
@@ -93,6 +96,7 @@ class SQLiteThreadStore:
             db.executescript(_SCHEMA)
             db.executescript(sqlite_journal.SCHEMA)
             sqlite_journal.migrate(db)
+            db.executescript(records_sqlite.SCHEMA)
             _add_state_columns(db)
             self._db = db
         return work(self._db)
@@ -194,6 +198,7 @@ class SQLiteThreadStore:
                 if gone:  # the runs' journals hold its text too
                     db.execute("DELETE FROM journal_runs WHERE thread_id = ? AND principal = ?", (thread_id, owner))
                     db.execute("DELETE FROM thread_turns WHERE thread_id = ? AND owner = ?", (thread_id, owner))
+                    records_sqlite.forget_thread(db, thread_id, owner)  # doors' records of the thread (A2A tasks)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -204,6 +209,21 @@ class SQLiteThreadStore:
 
         return await self._call(remove)
 
+    # -- doors' records (onedoor.threads.records) ----------------------------------------
+    async def record_put(self, record: Record) -> bool:
+        return await self._call(lambda db: records_sqlite.put(db, record))
+
+    async def record_get(self, kind: str, owner: str, record_id: str) -> Record | None:
+        return await self._call(lambda db: records_sqlite.get(db, kind, owner, record_id))
+
+    async def record_list(
+        self, kind: str, owner: str | None, *, group: str | None = None, tag: str | None = None,
+        rank_from: int | None = None, before: tuple[int, str] | None = None, limit: int = 50,
+    ) -> RecordPage:
+        return await self._call(lambda db: records_sqlite.listing(db, kind, owner, group, tag, rank_from, before, limit))
+
+    async def record_delete(self, kind: str, owner: str, record_id: str) -> bool:
+        return await self._call(lambda db: records_sqlite.delete(db, kind, owner, record_id))
 
     # -- turn leases (onedoor.threads.leases) --------------------------------------------
     async def turn_open(self, owner: str, thread_id: str, run_id: str, holder: str, lease_until: float) -> None:

@@ -15,8 +15,9 @@ Starlette load in :meth:`A2aDoor.asgi_mount`.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from onedoor import hookimpl
 from onedoor.questions import AskFallback, check_policy
@@ -53,6 +54,31 @@ class A2aOptions:
                   "(0: the kernel's limits.question_ttl)"},
     )
 
+    push: bool = field(
+        default=True, metadata={"help": "offer push notifications (CreateTaskPushNotificationConfig and the rest)"}
+    )
+    push_allow_private: bool = field(
+        default=False,
+        metadata={"help": "also push to webhooks on loopback, private and other internal addresses (tests, one host)"},
+    )
+    push_retries: int = field(
+        default=5, metadata={"help": "times a push that failed (no answer, 408, 425, 429, 5xx) is tried again, backing off"}
+    )
+    push_timeout: float = field(default=10.0, metadata={"help": "seconds one push POST may take"})
+    extended_card: bool = field(
+        default=True,
+        metadata={"help": "offer the authenticated extended card (with the server's limits) when a token is required"},
+    )
+    signing_key: str = field(
+        default="",
+        metadata={"help": "PEM private key file (EC, RSA or Ed25519): sign the agent cards (needs the [signing] extra)"},
+    )
+    signing_kid: str = field(
+        default="", metadata={"help": "the key id in the cards' signatures (default: the key's RFC 7638 thumbprint)"}
+    )
+    signing_alg: str = field(default="", metadata={"help": "the JWS algorithm (default: from the key: ES256, RS256, EdDSA…)"})
+    signing_jku: str = field(default="", metadata={"help": "a JWK Set URL to name in the signatures' protected header"})
+
     def __post_init__(self) -> None:
         if not self.prefix.startswith("/") or self.prefix.rstrip("/") == "":
             raise ValueError(f"prefix must start with '/' and name a path, got {self.prefix!r}")
@@ -60,6 +86,10 @@ class A2aOptions:
         check_policy(self.ask_fallback)
         if not self.question_ttl >= 0:
             raise ValueError("question_ttl must be 0 (the kernel's default) or more seconds")
+        if not 0 <= self.push_retries <= 20:
+            raise ValueError("push_retries must be 0 to 20")
+        if not 0 < self.push_timeout <= 300:
+            raise ValueError("push_timeout must be more than 0 and at most 300 seconds")
 
 
 class A2aDoor:
@@ -71,6 +101,7 @@ class A2aDoor:
     def __init__(self) -> None:
         self._root_card: Any = None  # the card endpoint, for the server root (see onedoor_http_app)
         self._executors: list[Any] = []  # this door's KernelExecutors (told when a run ends)
+        self._handlers: list[Any] = []  # its request handlers (closed when the server stops)
 
     def asgi_mount(self, ctx: ServeContext) -> AsgiMount:
         from onedoor import AsgiMount
@@ -78,7 +109,8 @@ class A2aDoor:
         from .app import build_app
 
         options = ctx.options_for(self.name) or A2aOptions()
-        app, card_endpoint = build_app(ctx, options, door_name=self.name, executors=self._executors)
+        app, card_endpoint = build_app(ctx, options, door_name=self.name, executors=self._executors,
+                                       handlers=self._handlers)
         self._root_card = card_endpoint if options.root_card else None
         links = [("agent card", options.prefix + CARD_PATH), ("A2A JSON-RPC (POST)", options.prefix + "/")]
         if options.rest:
@@ -91,7 +123,18 @@ class A2aDoor:
             cors_expose=("a2a-version",),
             # the card says how to authenticate, so a client must read it before it has a token
             public_paths=(options.prefix + CARD_PATH,) + ((CARD_PATH,) if options.root_card else ()),
+            lifespan=self._lifespan,
         )
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self) -> AsyncIterator[None]:
+        from .app import closed
+
+        try:
+            yield
+        finally:
+            for handler in self._handlers:
+                await closed(handler)
 
     def register_rpc(self, server: Any, ctx: ServeContext) -> None:
         from .over_slim import register

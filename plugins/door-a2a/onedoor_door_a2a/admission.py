@@ -14,7 +14,10 @@ refused here, as the SDK refuses it (``UnsupportedOperationError``, "Task … is
 state"), before the SDK sets up the task again: a2a-sdk (1.2.3, 1.3.0) would make an
 ``ActiveTask`` whose event queues are never closed (their tasks pending until garbage
 collected, a traceback each). So is one answering an input-required task whose run has
-ended meanwhile (its question expired a moment ago), with the reason.
+ended meanwhile (its question expired a moment ago), with the reason. A message for a task
+another server runs, or whose run waits there for this answer, is refused (``task_elsewhere``,
+409: the kernel carries no answers between servers), and one for a task no run carries any
+more is refused as for an ended task, once the task is stored so (:mod:`.elsewhere`).
 """
 
 from __future__ import annotations
@@ -23,18 +26,21 @@ from typing import TYPE_CHECKING, Any
 
 from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from onedoor import RunRefused, ThreadError
+from onedoor.journal import shared_store
 
-from .refusals import a2a_error, note
+from .refusals import a2a_error, elsewhere_error, note
 
 if TYPE_CHECKING:
+    from .elsewhere import Elsewhere
     from .executor import KernelExecutor
 
 
 class AdmittingContextBuilder(SimpleRequestContextBuilder):  # type: ignore[misc]
-    def __init__(self, executor: KernelExecutor, task_store: Any) -> None:
+    def __init__(self, executor: KernelExecutor, task_store: Any, places: Elsewhere | None = None) -> None:
         super().__init__()
         self.executor = executor
         self.task_store = task_store
+        self.places = places
 
     async def build(
         self, context: Any, params: Any = None, task_id: str | None = None, context_id: str | None = None,
@@ -68,6 +74,37 @@ class AdmittingContextBuilder(SimpleRequestContextBuilder):  # type: ignore[misc
         if ended is not None:
             raise UnsupportedOperationError(message=f"Task {task_id} is in terminal state: TASK_STATE_CANCELED "
                                             f"({ended})")
+        if stored is not None and self.places is not None:
+            await self._check_here(task_id, context, stored)
+
+    async def _check_here(self, task_id: str, context: Any, stored: Any) -> None:
+        """The refusal of a message for a task another server runs or holds waiting for its
+        answer (:mod:`.elsewhere`); a task no run carries any more is ended first."""
+        from a2a.server.agent_execution.active_task import INTERRUPTED_TASK_STATES
+        from a2a.types import TaskState
+        from a2a.utils.errors import UnsupportedOperationError
+
+        from .tasks import owner_of
+
+        places = self.places
+        assert places is not None
+        principal = owner_of(context)
+        if places.here(task_id, principal):
+            return
+        waiting = stored.status.state in INTERRUPTED_TASK_STATES
+        if await places.page(task_id, principal) is not None:
+            error, answer = elsewhere_error(task_id, waiting=waiting)
+            note(context, answer)
+            raise error
+        settled = await places.settle(task_id, context)
+        if settled is not None:
+            raise UnsupportedOperationError(message=f"Task {task_id} is in terminal state: "
+                                            f"{TaskState.Name(settled.status.state)} ({settled.status.message.parts[0].text})")
+        if not waiting and shared_store(self.executor.kernel.store) is not None:
+            # written a moment ago and its run not found: ending, or its server just stopped
+            error, answer = elsewhere_error(task_id, waiting=False)
+            note(context, answer)
+            raise error
 
 
 __all__ = ["AdmittingContextBuilder"]

@@ -14,12 +14,17 @@ A new task's run starts before the SDK makes the task (:mod:`.admission`): a ker
 refusal is an A2A error on JSON-RPC and the HTTP transport's refusal on the HTTP+JSON
 binding (:mod:`.refusals`), and no task is made.
 
+Tasks live in the thread store (:mod:`.tasks`), so any server sharing it answers for
+them; a task another server runs is asked about through the kernel (:mod:`.elsewhere`).
+
 In front of the routes: every request is told to the request observers (:mod:`.observed`),
 and a 0.3 file part whose bytes are not base64 is answered -32602 (:mod:`.v03`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from a2a.auth.user import User
@@ -27,21 +32,29 @@ from a2a.server.routes.common import DefaultServerCallContextBuilder
 
 from . import CARD_PATH, A2aOptions
 from .card import agent_card, card_endpoint
+from .handler import check_message
 from .refusals import NOTED, RestRefusals
 
 if TYPE_CHECKING:
     from onedoor import ServeContext
 
+log = logging.getLogger("onedoor.door.a2a")
+
+
+ORIGIN = "onedoor.a2a.origin"  # call-context state key: scheme://host[:port] the request was sent to
+
 
 class Principal(User):
-    """An onedoor principal as the SDK's user (its ``user_name`` scopes the task store)."""
+    """An onedoor principal as the SDK's user (its ``user_name`` scopes the task store);
+    authenticated when the transport's guard checked its token (or a SLIM peer's secret)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, authenticated: bool = True) -> None:
         self.name = name
+        self.authenticated = authenticated
 
     @property
     def is_authenticated(self) -> bool:
-        return True
+        return self.authenticated
 
     @property
     def user_name(self) -> str:
@@ -52,81 +65,48 @@ class PrincipalContextBuilder(DefaultServerCallContextBuilder):
     """The SDK's call context, with the principal the transport's guard authenticated."""
 
     def build(self, request: Any) -> Any:
+        from .card import origin_of
+
         context = super().build(request)
         noted = request.scope.get(NOTED)
         if noted is not None:  # an HTTP+JSON request: where a refusal is noted (refusals.RestRefusals)
             context.state[NOTED] = noted
+        context.state[ORIGIN] = origin_of(request.scope)
         return context
 
     def build_user(self, request: Any) -> User:
         from onedoor import ServeContext
+        from onedoor.composition import PRINCIPAL_KEY
 
-        return Principal(ServeContext.principal_of(request.scope))
-
-
-def check_message(params: Any) -> None:
-    """InvalidParamsError (-32602) for a message the agent cannot take, before a task exists
-    (the SDK would otherwise fail inside the executor: a 500-like error and a logged traceback)."""
-    from a2a.types import Role
-    from a2a.utils.errors import InvalidParamsError
-
-    message = params.message if params.HasField("message") else None
-    if message is None or message.role != Role.ROLE_USER:
-        raise InvalidParamsError(message="send a message with role ROLE_USER")
-    if not message.message_id:
-        raise InvalidParamsError(message="the message needs a messageId")
-    if not message.parts:
-        raise InvalidParamsError(message="the message has no parts")
-    if any(part.HasField("text") and not part.text for part in message.parts):
-        raise InvalidParamsError(message="a text part of the message is empty")
+        return Principal(ServeContext.principal_of(request.scope), authenticated=PRINCIPAL_KEY in request.scope)
 
 
 def checked_handler_class() -> type:
-    """The SDK's default handler with :func:`check_message` in front of both send methods;
-    a run started for a task the SDK then fails to make is freed (its kernel slot)."""
-    from a2a.server.request_handlers import DefaultRequestHandler
-
-    class CheckedRequestHandler(DefaultRequestHandler):  # type: ignore[misc, valid-type]
-        async def on_message_send(self, params: Any, context: Any) -> Any:
-            check_message(params)
-            try:
-                return await super().on_message_send(params, context)
-            except BaseException:  # (GeneratorExit and cancellation too: a run execute never took)
-                await _release(self, params)
-                raise
-
-        async def on_message_send_stream(self, params: Any, context: Any) -> Any:
-            check_message(params)
-            try:
-                async for event in super().on_message_send_stream(params, context):
-                    yield event
-            except BaseException:  # (GeneratorExit and cancellation too: a run execute never took)
-                await _release(self, params)
-                raise
+    """The request handler class the door uses (:class:`~.handler.CheckedRequestHandler`)."""
+    from .handler import CheckedRequestHandler
 
     return CheckedRequestHandler
-
-
-async def _release(handler: Any, params: Any) -> None:
-    """Free the run started for the task of ``params`` (the SDK wrote the task id it chose
-    into the message), if its execute never took it."""
-    await handler.agent_executor.release(params.message.task_id)
 
 
 def request_handler(
     ctx: ServeContext, options: A2aOptions | None = None, *, door_name: str = "a2a", executors: list[Any] | None = None
 ) -> Any:
-    """The a2a-sdk request handler for this server: tasks run through ``ctx.kernel``. Its
-    executor is appended to ``executors`` (the door tells them when runs end).
+    """The a2a-sdk request handler for this server: tasks run through ``ctx.kernel`` and are
+    kept in its store (:mod:`.tasks`; in memory when it keeps no records), with their push
+    configs (:mod:`.push_configs`, delivered by :mod:`.push`); the extended card for
+    authenticated callers; the cards signed with ``signing_key``. Its executor is appended
+    to ``executors`` (the door tells them when runs end).
 
     An input-required task's SDK state (its ``ActiveTask``) is kept until the task ends:
     its run's expiry ends it (:mod:`.parked`), so a2a-sdk 1.3's
     ``interrupted_task_timeout`` is not used (it would close the queue the ending goes to).
     """
-    from a2a.server.tasks import InMemoryTaskStore
-
     from .admission import AdmittingContextBuilder
-    from .executor import KernelExecutor
+    from .card import offers_extended_card
+    from .content import modes
+    from .elsewhere import Elsewhere
+    from .executor import KernelExecutor, tell
+    from .tasks import RecordTaskStore, task_store
 
     options = options or A2aOptions()
     executor = KernelExecutor(
@@ -135,17 +115,71 @@ def request_handler(
     if executors is not None:
         executors.append(executor)
     origin = ctx.endpoint.base_url if ctx.endpoint is not None else "http://127.0.0.1:0"
-    store = InMemoryTaskStore()
-    return checked_handler_class()(
-        agent_executor=executor, task_store=store, agent_card=agent_card(ctx, options, origin),
-        request_context_builder=AdmittingContextBuilder(executor, store),
+    store = executor.tasks = task_store(ctx.kernel)
+    # tasks in the store: a request may be about a task another server (or none) runs
+    places = Elsewhere(ctx.kernel, store, tell, modes(ctx.kernel)) if isinstance(store, RecordTaskStore) else None
+    card = agent_card(ctx, options, origin)
+    sign = _signer(options)
+    handler = checked_handler_class()(
+        agent_executor=executor, task_store=store, agent_card=card,
+        request_context_builder=AdmittingContextBuilder(executor, store, places),
+        extended_agent_card=card if offers_extended_card(ctx, options) else None,
+        extended_card_modifier=_extended_card_modifier(ctx, options, origin, sign),
+        **_push(ctx, options),
     )
+    handler.places = places
+    handler.sign = sign
+    return handler
+
+
+def _push(ctx: ServeContext, options: A2aOptions) -> dict[str, Any]:
+    """The handler's push-notification parts (none when ``push`` is off)."""
+    if not options.push:
+        return {}
+    from .push import PushSender, url_validator
+    from .push_configs import push_configs
+
+    configs = push_configs(ctx.kernel)
+    sender = PushSender(configs, allow_private=options.push_allow_private, retries=options.push_retries,
+                        timeout=options.push_timeout)
+    return {"push_config_store": configs, "push_sender": sender,
+            "push_url_validator": url_validator(options.push_allow_private)}
+
+
+def _signer(options: A2aOptions) -> Any:
+    if not options.signing_key:
+        return None
+    from .signing import card_signer
+
+    return card_signer(options.signing_key, kid=options.signing_kid, alg=options.signing_alg, jku=options.signing_jku)
+
+
+def _extended_card_modifier(ctx: ServeContext, options: A2aOptions, origin: str, sign: Any) -> Any:
+    """The extended card, as the caller reached the server (signed like the public one),
+    for an authenticated caller only."""
+    from .card import extended_card
+
+    ttl = options.question_ttl or ctx.kernel.limits.question_ttl
+
+    async def modify(card: Any, context: Any) -> Any:
+        from a2a.utils.errors import UnsupportedOperationError
+
+        user = getattr(context, "user", None)
+        if user is None or not user.is_authenticated:
+            raise UnsupportedOperationError(message="the extended card is for authenticated callers")
+        state = getattr(context, "state", None) or {}
+        made = extended_card(ctx, options, state.get(ORIGIN) or origin, ttl)
+        return sign(made) if sign is not None else made
+
+    return modify
 
 
 def build_app(
-    ctx: ServeContext, options: A2aOptions, *, door_name: str = "a2a", executors: list[Any] | None = None
+    ctx: ServeContext, options: A2aOptions, *, door_name: str = "a2a", executors: list[Any] | None = None,
+    handlers: list[Any] | None = None,
 ) -> tuple[Any, Any]:
-    """(the ASGI app to mount under the prefix, the card endpoint for the server root)."""
+    """(the ASGI app to mount under the prefix, the card endpoint for the server root); the
+    request handler is appended to ``handlers`` (see :func:`closed`)."""
     from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
     from starlette.applications import Starlette
     from starlette.routing import Route
@@ -155,8 +189,10 @@ def build_app(
 
     quiet_logs.install()
     handler = request_handler(ctx, options, door_name=door_name, executors=executors)
+    if handlers is not None:
+        handlers.append(handler)
     builder = PrincipalContextBuilder()
-    card = card_endpoint(ctx, options)
+    card = card_endpoint(ctx, options, handler.sign)
     routes: list[Any] = [Route(CARD_PATH, card, methods=["GET"])]
     routes += create_jsonrpc_routes(handler, rpc_url="/", context_builder=builder, enable_v0_3_compat=options.v03_compat)
     if options.rest:
@@ -168,6 +204,20 @@ def build_app(
 
         served = V03Files(served)
     return ObservedRequests(served, ctx.kernel, door=door_name, transport=ctx.transport_name), card
+
+
+async def closed(handler: Any, timeout: float = 5.0) -> None:
+    """A server stopping: the task saves on their way go to the store (at most ``timeout``
+    seconds), the push sender lets go of its connections."""
+    flush = getattr(handler.task_store, "flush", None)
+    try:
+        if flush is not None:
+            await asyncio.wait_for(flush(), timeout)
+    except TimeoutError:
+        log.warning("A2A: some task updates were not stored before the server stopped")
+    sender = getattr(handler, "_push_sender", None)
+    if sender is not None and hasattr(sender, "aclose"):
+        await sender.aclose()
 
 
 async def _http_error(request: Any, exc: Any) -> Any:
@@ -182,4 +232,5 @@ async def _http_error(request: Any, exc: Any) -> Any:
                     media_type="application/json", headers=headers)
 
 
-__all__ = ["Principal", "PrincipalContextBuilder", "build_app", "request_handler"]
+__all__ = ["ORIGIN", "Principal", "PrincipalContextBuilder", "build_app", "check_message", "checked_handler_class",
+           "closed", "request_handler"]

@@ -3,11 +3,18 @@
 The URLs on the card are built from the request that asked for it (the Host it was sent
 to, which the transport's guard has checked), so the card is right behind ``--port 0``,
 on any allowed host name, and at the server root as under the door's prefix.
+
+The public card (``GET .../agent-card.json``, open to anyone: it says how to authenticate)
+names the agent, its interfaces, its skill, its modes and the bearer scheme. When the
+server requires a token, it also offers the **authenticated extended card**
+(``GetExtendedAgentCard``; HTTP+JSON ``GET /rest/extendedAgentCard``), only to a caller the
+transport's guard authenticated: the public card and the limits this server applies (the
+``LIMITS_URI`` extension). With ``signing_key`` both are signed (:mod:`.signing`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from . import A2aOptions, __version__
 from .content import modes
@@ -18,6 +25,8 @@ if TYPE_CHECKING:
 
 PROTOCOL_VERSION = "1.0"
 BEARER = "bearer"
+MAX_ORIGINS = 32  # card bodies kept, one per origin a client reached the server by
+LIMITS_URI = "https://github.com/onedoor-dev/onedoor/blob/main/plugins/door-a2a/README.md#the-extended-card"
 
 
 def agent_card(ctx: ServeContext, options: A2aOptions, origin: str) -> AgentCard:
@@ -53,7 +62,8 @@ def agent_card(ctx: ServeContext, options: A2aOptions, origin: str) -> AgentCard
         description=options.description or f"An onedoor agent: backend {backend.name!r}, served over A2A.",
         version=__version__,
         supported_interfaces=interfaces,
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=options.push,
+                                       extended_agent_card=offers_extended_card(ctx, options)),
         default_input_modes=takes,
         default_output_modes=takes,
         skills=[skill],
@@ -63,6 +73,31 @@ def agent_card(ctx: ServeContext, options: A2aOptions, origin: str) -> AgentCard
             SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="bearer"))
         )
         card.security_requirements.append(SecurityRequirement(schemes={BEARER: StringList()}))
+    return card
+
+
+def offers_extended_card(ctx: ServeContext, options: A2aOptions) -> bool:
+    """The extended card is for authenticated callers: offered when the server requires a token."""
+    return options.extended_card and ctx.endpoint is not None and ctx.endpoint.token_required
+
+
+def extended_card(ctx: ServeContext, options: A2aOptions, origin: str, ttl: float) -> AgentCard:
+    """The card an authenticated caller gets: the public one, and this server's limits."""
+    from a2a.types import AgentExtension
+
+    card = agent_card(ctx, options, origin)
+    limits = ctx.kernel.limits
+    params = {
+        "max_message_chars": limits.max_message_chars, "max_input_chars": limits.max_input_chars,
+        "max_parts": limits.max_parts, "max_part_bytes": limits.max_part_bytes,
+        "max_content_bytes": limits.max_content_bytes, "max_state_chars": limits.max_state_chars,
+        "question_ttl": ttl, "media_types": list(limits.media_types),
+    }
+    card.capabilities.extensions.append(AgentExtension(
+        uri=LIMITS_URI, required=False, params=params,
+        description="The limits this server applies to a message (characters, parts, bytes, media types), a "
+                    "thread's shared state, and the seconds an input-required task waits for its answer.",
+    ))
     return card
 
 
@@ -77,17 +112,26 @@ def origin_of(scope: Mapping[str, Any]) -> str:
     return f"{scheme}://{host}:{server[1]}"
 
 
-def card_endpoint(ctx: ServeContext, options: A2aOptions) -> Any:
-    """A Starlette endpoint answering the card as JSON (the SDK's own card serializer)."""
+def card_endpoint(ctx: ServeContext, options: A2aOptions, sign: Callable[[Any], Any] | None = None) -> Any:
+    """A Starlette endpoint answering the public card as JSON (the SDK's own card
+    serializer), signed by ``sign`` if given; the bodies are kept per origin."""
     from a2a.server.request_handlers.response_helpers import agent_card_to_dict
     from starlette.requests import Request
     from starlette.responses import JSONResponse
 
+    made: dict[str, Any] = {}
+
     async def card(request: Request) -> JSONResponse:
-        body = agent_card_to_dict(agent_card(ctx, options, origin_of(request.scope)))
+        origin = origin_of(request.scope)
+        body = made.get(origin)
+        if body is None:
+            public = agent_card(ctx, options, origin)
+            body = agent_card_to_dict(sign(public) if sign is not None else public)
+            if len(made) < MAX_ORIGINS:  # (the Host check lets only this server's names through)
+                made[origin] = body
         return JSONResponse(body, headers={"Cache-Control": "no-cache"})
 
     return card
 
 
-__all__ = ["agent_card", "card_endpoint", "origin_of"]
+__all__ = ["agent_card", "card_endpoint", "extended_card", "offers_extended_card", "origin_of"]

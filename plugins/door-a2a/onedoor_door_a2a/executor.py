@@ -26,9 +26,11 @@ with its thread, the thread's ``state_version`` after the run. A new task's mess
 turned into the run's input by :mod:`.content` (parts, and a state part); the W3C trace
 context of the request's headers (or the message's metadata) goes to ``kernel.run(meta=)``.
 
-``CancelTask`` cancels the run (``kernel.cancel_run``: the backend is told and stops); a
-client that only goes away does not (A2A tasks outlive their streams; ``SubscribeToTask``
-re-attaches). An input-required task whose run ends without an answer (its question
+The run goes through its journal (``kernel.journals``, ``on_disconnect="finish"``): with a
+store that shares journals, another server follows it (``SubscribeToTask``) and cancels
+it (:mod:`.elsewhere`). ``CancelTask`` cancels the run (``kernel.cancel_run``: the backend
+is told and stops); a client that only goes away does not (A2A tasks outlive their
+streams; ``SubscribeToTask`` re-attaches). An input-required task whose run ends without an answer (its question
 expired, its thread was deleted) ends ``canceled`` saying why (:mod:`.parked`). With a
 thread store, the A2A ``contextId`` names the caller's onedoor thread the run continues
 (``kernel.threads.open``).
@@ -42,6 +44,7 @@ from typing import Any
 
 from a2a.helpers import new_data_part, new_task_from_user_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import TaskState
@@ -66,6 +69,7 @@ from onedoor import (
     ToolStarted,
     trace_meta,
 )
+from onedoor.journal import shared_store
 from onedoor.principals import LOCAL
 from onedoor.state import apply_patch
 from onedoor.usage import usage_to_json
@@ -74,6 +78,7 @@ from . import parked
 from .answers import answer_from, question_parts
 from .content import message_content, metadata_of, modes, sent_modes
 from .links import ARTIFACT_ID, TaskLink
+from .tasks import RecordTaskStore
 
 log = logging.getLogger("onedoor.door.a2a")
 
@@ -110,6 +115,7 @@ class KernelExecutor(AgentExecutor):
         self.asker = SuspendAsker(ttl=ttl, fallback=fallback)
         self.admitted: dict[str, Any] = {}  # task id -> its run, started before the task existed
         self.links: dict[str, TaskLink] = {}  # task id -> its link, while its run lives
+        self.tasks: Any = None  # the handler's task store (app.request_handler sets it)
 
     # -- before the task exists (admission.AdmittingContextBuilder) ----------------------
     async def admit(self, request: RequestContext) -> None:
@@ -241,27 +247,23 @@ class KernelExecutor(AgentExecutor):
 
     # -- the event pump ------------------------------------------------------------------
     async def _pump(self, run: Any, task_id: str, link: TaskLink) -> None:
+        """The run's events into the task, read from its journal (``kernel.journals``: with a
+        store that shares journals, another server can follow and cancel it)."""
         asked: Question | None = None
+        journal = self.kernel.journals.start(run, on_disconnect="finish")
         try:
-            async with run:
-                async for event in run:
-                    kind = type(event)
-                    if kind is TextDelta:
-                        await link.delta(event.text)
-                    elif kind is ReplyPart:
-                        await link.part(event.part)
-                    elif kind is StateSnapshot or kind is StateDelta:
-                        await link.state_now(_state_after(link.state, event, run))
-                    elif kind is RunFinished:
-                        await self._finished(task_id, link, run, event, asked)
-                    elif kind is RunFailed:
-                        await link.end(TaskState.TASK_STATE_FAILED, event.error, self._final_metadata(run, link, event))
-                    elif kind is QuestionAsked:
-                        asked = event.question
-                    elif not link.closed:
-                        await self._progress(link, event)
+            async for _seq, event in journal.follow(after=journal.last_seq):
+                kind = type(event)
+                if kind is RunFinished:
+                    await self._finished(task_id, link, run, event, asked)
+                elif kind is RunFailed:
+                    await link.end(TaskState.TASK_STATE_FAILED, event.error, self._final_metadata(run, link, event))
+                elif kind is QuestionAsked:
+                    asked = event.question
+                else:
+                    await tell(link, event, run.state)
         except asyncio.CancelledError:
-            run.cancel()  # CancelTask (or shutdown): the backend is told; leaving `async with` waits for it
+            journal.cancel()  # CancelTask (or shutdown): the backend is told; the kernel sees it to its end
             raise
         finally:
             if link.watcher is None:
@@ -298,50 +300,77 @@ class KernelExecutor(AgentExecutor):
         link.ended.clear()
         ttl = self.asker.ttl or self.kernel.limits.question_ttl
         link.watcher = asyncio.get_running_loop().create_task(
-            parked.watch(self.kernel, task_id, link, ttl, lambda: self._drop(task_id, link)),
+            parked.watch(self.kernel, task_id, link, ttl, lambda: self._drop(task_id, link), self._ended_in_store()),
             name=f"onedoor-a2a-parked-{task_id}",
         )
         await link.ask(question_parts(asked), metadata)
 
-    async def _progress(self, link: TaskLink, event: Any) -> None:
-        """Reasoning, tool calls and answers: ``working`` status updates a client can show
-        (and a tool result's parts as an artifact)."""
-        kind = type(event)
-        if kind is ReasoningDelta:
-            parts = [new_text_part(event.text)]
-            meta = {"onedoor": "reasoning"}
-        elif kind is ToolStarted:
-            parts = [new_text_part(f"calling {event.name}"),
-                     new_data_part({"call_id": event.call_id, "name": event.name, "arguments": event.arguments})]
-            meta = {"onedoor": "tool_started"}
-        elif kind is ToolFinished:
-            parts = [new_text_part(f"{event.name} {'failed' if event.is_error else 'finished'}"),
-                     new_data_part({"call_id": event.call_id, "name": event.name, "result": event.result,
-                                    "is_error": event.is_error})]
-            meta = {"onedoor": "tool_finished"}
-            await link.tool_result(event.call_id, event.name, event.parts)
-        elif kind is QuestionAnswered:
-            parts = [new_data_part({"answer": event.answer.to_dict()})]
-            meta = {"onedoor": "question_answered"}
-        else:
-            return  # RunStarted
-        updater = link.updater
-        await updater.update_status(TaskState.TASK_STATE_WORKING, updater.new_agent_message(parts, metadata=meta))
+    def _ended_in_store(self) -> Any:
+        """For a parked run's watcher, with servers sharing the store: whether its task has
+        ended there (another server cancelled it); None on one server."""
+        tasks = self.tasks
+        if shared_store(self.kernel.store) is None or not isinstance(tasks, RecordTaskStore):
+            return None
+
+        async def ended(task_id: str, principal: str) -> bool:
+            found = await tasks.get_record(task_id, principal)
+            return found is not None and found[0].status.state in TERMINAL_TASK_STATES
+
+        return ended
 
     def _drop(self, task_id: str, link: TaskLink) -> None:
         if self.links.get(task_id) is link:
             del self.links[task_id]
 
 
-def _state_after(state: Any, event: StateSnapshot | StateDelta, run: Any) -> Any:
+async def tell(link: TaskLink, event: Any, state_now: Any) -> None:
+    """A kernel event (but the endings and questions) into the task: reply text and parts,
+    the state (``state_now``: the run's current state, should a delta not apply), and
+    ``working`` status updates a client can show for reasoning, tool calls and answers (a
+    tool result's parts as an artifact too)."""
+    kind = type(event)
+    if kind is TextDelta:
+        await link.delta(event.text)
+        return
+    if kind is ReplyPart:
+        await link.part(event.part)
+        return
+    if kind is StateSnapshot or kind is StateDelta:
+        await link.state_now(_state_after(link.state, event, state_now))
+        return
+    if link.closed:
+        return
+    if kind is ReasoningDelta:
+        parts = [new_text_part(event.text)]
+        meta = {"onedoor": "reasoning"}
+    elif kind is ToolStarted:
+        parts = [new_text_part(f"calling {event.name}"),
+                 new_data_part({"call_id": event.call_id, "name": event.name, "arguments": event.arguments})]
+        meta = {"onedoor": "tool_started"}
+    elif kind is ToolFinished:
+        parts = [new_text_part(f"{event.name} {'failed' if event.is_error else 'finished'}"),
+                 new_data_part({"call_id": event.call_id, "name": event.name, "result": event.result,
+                                "is_error": event.is_error})]
+        meta = {"onedoor": "tool_finished"}
+        await link.tool_result(event.call_id, event.name, event.parts)
+    elif kind is QuestionAnswered:
+        parts = [new_data_part({"answer": event.answer.to_dict()})]
+        meta = {"onedoor": "question_answered"}
+    else:
+        return  # RunStarted
+    updater = link.updater
+    await updater.update_status(TaskState.TASK_STATE_WORKING, updater.new_agent_message(parts, metadata=meta))
+
+
+def _state_after(state: Any, event: StateSnapshot | StateDelta, state_now: Any) -> Any:
     """The state once ``event`` is applied to ``state`` (the kernel applied it already: it
-    applies; the run's current state if it does not, e.g. a response joined mid-way)."""
+    applies; ``state_now`` if it does not, e.g. a response joined mid-way)."""
     if isinstance(event, StateSnapshot):
         return event.state
     try:
         return apply_patch(state if state is not None else {}, list(event.ops))
     except ValueError:
-        return run.state
+        return state_now
 
 
 def usage_metadata(event: RunFinished | RunFailed) -> dict[str, Any]:
@@ -349,4 +378,4 @@ def usage_metadata(event: RunFinished | RunFailed) -> dict[str, Any]:
     return {"usage": usage_to_json(event.usage)} if event.usage else {}
 
 
-__all__ = ["ARTIFACT_ID", "KernelExecutor", "principal_of", "trace_of", "usage_metadata"]
+__all__ = ["ARTIFACT_ID", "KernelExecutor", "principal_of", "tell", "trace_of", "usage_metadata"]

@@ -86,6 +86,16 @@ class TaskLink:
         parts = [new_text_part(piece) if isinstance(piece, str) else piece for piece in merged]
         await self.updater.add_artifact(parts, artifact_id=ARTIFACT_ID, name="reply", append=False, last_chunk=last)
 
+    async def replay(self) -> None:
+        """The reply and the state so far, each as one replacement (a follower that caught up
+        silently: :mod:`.elsewhere`)."""
+        if self.reply:
+            self.fresh = max(self.fresh, 1)
+            await self.whole_reply(last=False)
+        state, self.state = self.state, None
+        if state is not None:
+            await self.state_now(state)
+
     async def tool_result(self, call_id: str, name: str, parts: Sequence[Part]) -> None:
         """A tool result's parts (an image a tool made): an artifact of their own."""
         if self.closed or not parts:

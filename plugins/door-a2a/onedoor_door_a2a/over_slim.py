@@ -8,8 +8,18 @@ the HTTP bindings use (:func:`~onedoor_door_a2a.app.request_handler`), so a task
 through the kernel the same way whichever way it came in.
 
 There is no well-known card path over SLIM: the card (with one ``slimrpc`` interface,
-the SLIM name) is served by ``GetExtendedAgentCard``. Every SLIM peer holds the shared
-secret, so a call runs as onedoor's one local principal, as MCP and ACP over SLIM do.
+the SLIM name) is served by ``GetExtendedAgentCard`` (signed with ``signing_key``). Every
+SLIM peer holds the shared secret, so a call runs as onedoor's one local principal
+(authenticated), as MCP and ACP over SLIM do.
+
+Observed: each slimrpc call is served inside ``onedoor.observe.observed_request`` (door
+``a2a``, transport ``slim``, the A2A method as slimrpc names it: ``SendMessage``,
+``GetTask``…), and the W3C trace context (``traceparent``, ``tracestate``, ``baggage``)
+comes from the call's slimrpc metadata, for the request and for ``kernel.run(meta=)``.
+slimrpc carries metadata with every call (``Context.metadata()``; a stub call's
+``metadata=``), but slima2a's own A2A client (0.9.3) sends none: its transport calls the
+stub without metadata and without trace context, so a caller that wants its trace
+continued calls the generated stub itself with ``metadata={"traceparent": ...}``.
 
 Needs ``slima2a`` (``pip install 'onedoor-door-a2a[slim]'``), which pins ``a2a-sdk==1.2.3``.
 """
@@ -44,9 +54,24 @@ def slim_card(ctx: ServeContext, options: A2aOptions, address: str) -> Any:
     return card
 
 
+UNARY = ("SendMessage", "GetTask", "ListTasks", "CancelTask", "CreateTaskPushNotificationConfig",
+         "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig",
+         "GetExtendedAgentCard")
+STREAMING = ("SendStreamingMessage", "SubscribeToTask")
+
+
+def metadata_of(context: Any) -> dict[str, str]:
+    """A slimrpc call's metadata (empty if it has none)."""
+    try:
+        return dict(context.metadata() or {})
+    except Exception:  # noqa: BLE001 - a context without metadata
+        return {}
+
+
 def local_context_builder() -> Any:
     """slima2a's call context (the slimrpc context, requested extensions), with onedoor's
-    local principal as the SDK's user."""
+    local principal as the SDK's user and the call's metadata as its headers (where the
+    executor finds the trace context, as it finds HTTP headers)."""
     from slima2a.handler import DefaultCallContextBuilder
 
     from .app import Principal
@@ -55,9 +80,44 @@ def local_context_builder() -> Any:
         def build(self, context: Any) -> Any:
             call_context = super().build(context)
             call_context.user = Principal(LOCAL)
+            call_context.state["headers"] = metadata_of(context)
             return call_context
 
     return LocalCallContextBuilder()
+
+
+def _unary(name: str, method: Any) -> Any:
+    async def call(self: Any, request: Any, context: Any) -> Any:
+        async with self.observed(name, context):
+            return await method(self, request, context)
+
+    call.__name__ = name
+    return call
+
+
+def _streaming(name: str, method: Any) -> Any:
+    async def call(self: Any, request: Any, context: Any) -> Any:
+        async with self.observed(name, context):
+            async for item in method(self, request, context):
+                yield item
+
+    call.__name__ = name
+    return call
+
+
+def observed_servicer(kernel: Any, door: str) -> type:
+    """slima2a's servicer with every call inside ``observed_request`` (see the module docstring)."""
+    from onedoor.observe import observed_request, trace_meta
+    from slima2a.handler import SRPCHandler
+
+    def observed(self: Any, name: str, context: Any) -> Any:
+        return observed_request(kernel.hooks, door=door, transport="slim", method=name,
+                                meta=trace_meta(metadata_of(context)), principal=LOCAL)
+
+    members: dict[str, Any] = {"observed": observed}
+    members.update({name: _unary(name, getattr(SRPCHandler, name)) for name in UNARY})
+    members.update({name: _streaming(name, getattr(SRPCHandler, name)) for name in STREAMING})
+    return type("ObservedSRPCHandler", (SRPCHandler,), members)
 
 
 def register(
@@ -67,7 +127,6 @@ def register(
     """Register the A2A service on the slimrpc ``server``; its tasks run through ``ctx.kernel``
     (its executor is appended to ``executors``)."""
     try:
-        from slima2a.handler import SRPCHandler
         from slima2a.types.v1.a2a_pb2_slimrpc import add_A2AServiceServicer_to_server
     except ImportError as exc:
         from onedoor import CompositionError
@@ -83,10 +142,14 @@ def register(
     address = str(ctx.extras.get(ADDRESS_KEY) or "")
     handler = request_handler(ctx, options, door_name=door_name, executors=executors)
     card = slim_card(ctx, options, address)
+    if handler.sign is not None:
+        card = handler.sign(card)
     if hasattr(handler, "_agent_card"):  # the SDK checks capabilities on its own copy (1.2.3 to 1.3.0)
         handler._agent_card = card
         handler.extended_agent_card = card
-    add_A2AServiceServicer_to_server(SRPCHandler(card, handler, context_builder=local_context_builder()), server)
+        handler.extended_card_modifier = None  # the SLIM card as it is (every peer is authenticated)
+    servicer = observed_servicer(ctx.kernel, door_name)
+    add_A2AServiceServicer_to_server(servicer(card, handler, context_builder=local_context_builder()), server)
 
 
-__all__ = ["local_context_builder", "register", "slim_card"]
+__all__ = ["local_context_builder", "metadata_of", "observed_servicer", "register", "slim_card"]

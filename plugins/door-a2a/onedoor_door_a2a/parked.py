@@ -11,7 +11,8 @@ answering it is refused as the SDK refuses any message to an ended task.
 How it knows: the door's ``onedoor_run_finished`` hook tells the executor when a run
 ends (:meth:`~onedoor_door_a2a.executor.KernelExecutor.run_ended`), and it wakes at the
 question's expiry in any case (a kernel without hooks, e.g. a door app built in-process,
-still ends its expired tasks). The kernel offers no way to wait for a parked run's end:
+still ends its expired tasks), and, with servers sharing the store, looks there now and
+then: a task another server cancelled (:mod:`.elsewhere`) has its run cancelled here. The kernel offers no way to wait for a parked run's end:
 a journal's ``follow()`` returns at once while its run is parked.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from a2a.types import TaskState
 from onedoor import ThreadError
@@ -32,21 +33,29 @@ log = logging.getLogger("onedoor.door.a2a")
 
 EXPIRY_SLACK = 0.5  # seconds after a question's expiry the watcher looks whether the kernel has ended its run
 MAX_WAIT = 30.0  # the longest wait between two looks once the expiry has passed
+LOOK_EVERY = 2.0  # seconds between two looks at the store (servers sharing it: a cancel through another)
 
 
-async def watch(kernel: Any, task_id: str, link: TaskLink, ttl: float, done: Any) -> None:
+async def watch(kernel: Any, task_id: str, link: TaskLink, ttl: float, done: Any,
+                ended_in_store: Callable[[str, str], Awaitable[bool]] | None = None) -> None:
     """Wait while ``task_id``'s run is parked; once it is not (and this door did not
-    resume it: that stops the watcher), end the task CANCELED with the reason. ``done()``
-    is called at the end, whatever happens."""
+    resume it: that stops the watcher), end the task CANCELED with the reason. With
+    ``ended_in_store`` (servers sharing the store) it also looks there every ``LOOK_EVERY``
+    seconds: a task another server ended (CancelTask there) has its run cancelled here.
+    ``done()`` is called at the end, whatever happens."""
     try:
         late = EXPIRY_SLACK
         while kernel.open_questions(task_id, principal=link.principal):
             expires_at = link.expires_at if link.expires_at is not None else time.time() + ttl
-            wait = max(0.0, expires_at - time.time()) + late
+            until_expiry = max(0.0, expires_at - time.time()) + late
+            wait = until_expiry if ended_in_store is None else min(until_expiry, LOOK_EVERY)
             try:
                 await asyncio.wait_for(link.ended.wait(), wait)
             except TimeoutError:
-                late = min(late * 2, MAX_WAIT)  # still parked after its expiry: look again, less often
+                if ended_in_store is not None and await _ended(ended_in_store, task_id, link.principal):
+                    await kernel.cancel_run(task_id, principal=link.principal)
+                elif wait >= until_expiry:
+                    late = min(late * 2, MAX_WAIT)  # still parked after its expiry: look again, less often
         await _run_gone(kernel, task_id, link)
         await link.end(TaskState.TASK_STATE_CANCELED, await why_ended(kernel, link, ttl))
     except asyncio.CancelledError:
@@ -55,6 +64,14 @@ async def watch(kernel: Any, task_id: str, link: TaskLink, ttl: float, done: Any
         log.debug("could not end input-required task %s: %s", task_id, exc)
     finally:
         done()
+
+
+async def _ended(ended_in_store: Callable[[str, str], Awaitable[bool]], task_id: str, principal: str) -> bool:
+    try:
+        return await ended_in_store(task_id, principal)
+    except Exception as exc:  # noqa: BLE001 - the store is out: look again next time
+        log.debug("could not read input-required task %s from the store: %s", task_id, exc)
+        return False
 
 
 async def _run_gone(kernel: Any, task_id: str, link: TaskLink) -> None:

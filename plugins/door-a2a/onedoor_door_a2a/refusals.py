@@ -58,6 +58,25 @@ def a2a_error(exc: Exception) -> tuple[Exception, Refusal]:
     return kind(message=answer.detail, data=data), answer
 
 
+ELSEWHERE = "task_elsewhere"  # a message for a task whose run another server holds
+
+
+def elsewhere_error(task_id: str, *, waiting: bool) -> tuple[Exception, Refusal]:
+    """The refusal of a message for a task another server runs (``waiting``: whose run waits
+    there for this answer). onedoor's kernel carries a cancel to another server through the
+    store, but not an answer: the message must reach the server holding the run."""
+    from a2a.utils.errors import UnsupportedOperationError
+
+    if waiting:
+        detail = (f"task {task_id} waits for its answer on another server, and answers cannot be carried between "
+                  "servers yet: send it again (a balancer with sticky sessions sends it to the server that asked), "
+                  "or cancel the task")
+    else:
+        detail = f"task {task_id} is running on another server; wait for it to end (GetTask, SubscribeToTask) or cancel it"
+    data = {"error": ELSEWHERE, "detail": detail, "status": "409"}
+    return UnsupportedOperationError(message=detail, data=data), Refusal(409, ELSEWHERE, detail)
+
+
 def note(call_context: Any, answer: Refusal) -> None:
     """Keep ``answer`` where :class:`RestRefusals` looks (only HTTP+JSON requests have a
     place; a content-type refusal keeps the A2A error there too)."""
@@ -114,4 +133,4 @@ def _is_rest(scope: MutableMapping[str, Any]) -> bool:
     return door_path(scope).startswith(REST_PATH)
 
 
-__all__ = ["NOTED", "RestRefusals", "a2a_error", "door_path", "is_refusal_data", "note"]
+__all__ = ["ELSEWHERE", "NOTED", "RestRefusals", "a2a_error", "door_path", "elsewhere_error", "is_refusal_data", "note"]

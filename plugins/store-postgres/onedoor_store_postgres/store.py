@@ -37,8 +37,9 @@ from onedoor.threads import (
     title_from,
 )
 from onedoor.threads.leases import holder_alive
+from onedoor.threads.records import Record, RecordPage
 
-from . import journal
+from . import journal, records
 from .notify import JournalNews
 from .pool import ConnectionPool
 from .schema import APPEND_DURABLE, APPEND_NO_WAIT, NO_WAIT, NOW, READ_THREAD, SCHEMA, SCHEMA_LOCK, add_missing_columns
@@ -98,7 +99,7 @@ class PostgresThreadStore:
             if not self._ready:
                 async with self._pool.connection() as conn, conn.transaction():
                     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                    for statement in (*SCHEMA, *journal.SCHEMA):
+                    for statement in (*SCHEMA, *journal.SCHEMA, *records.SCHEMA):
                         await conn.execute(statement)
                     await add_missing_columns(conn)
                 self._ready = True
@@ -231,9 +232,30 @@ class PostgresThreadStore:
                 cursor = await conn.execute("DELETE FROM onedoor_threads WHERE id = %s AND owner = %s", (thread_id, owner))
                 if cursor.rowcount > 0:  # its runs' journals hold its text too
                     await journal.forget_thread(conn, thread_id, owner)
+                    await records.forget_thread(conn, thread_id, owner)  # doors' records of it (A2A tasks)
                     await conn.execute("DELETE FROM onedoor_thread_turns WHERE thread_id = %s AND owner = %s",
                                        (thread_id, owner))
             return cursor.rowcount > 0
+
+    # -- doors' records (onedoor.threads.records) ----------------------------------------
+    async def record_put(self, record: Record) -> bool:
+        async with self._connection() as conn:
+            return await records.put(conn, record)
+
+    async def record_get(self, kind: str, owner: str, record_id: str) -> Record | None:
+        async with self._connection() as conn:
+            return await records.get(conn, kind, owner, record_id)
+
+    async def record_list(
+        self, kind: str, owner: str | None, *, group: str | None = None, tag: str | None = None,
+        rank_from: int | None = None, before: tuple[int, str] | None = None, limit: int = 50,
+    ) -> RecordPage:
+        async with self._connection() as conn:
+            return await records.listing(conn, kind, owner, group, tag, rank_from, before, limit)
+
+    async def record_delete(self, kind: str, owner: str, record_id: str) -> bool:
+        async with self._connection() as conn:
+            return await records.delete(conn, kind, owner, record_id)
 
     # -- turn leases (onedoor.threads.leases) --------------------------------------------
     # (leases commit without waiting for the disk: a lease lost by a crash of PostgreSQL only

@@ -1,0 +1,126 @@
+"""Two real `onedoor serve --door a2a` processes on one SQLite file (``sqlite.shared_journal``),
+asked by the official Python client (a2a-sdk): a task made through one server is read,
+listed, followed, cancelled and given push configs through the other.
+
+- GetTask and ListTasks through the second server: the task with its history and reply;
+- a push config made through the second server for a task the first one runs: the first
+  server reads it from the store and its webhook (a real HTTP server on 127.0.0.1) gets
+  the task's updates with the config's token;
+- SubscribeToTask through the second server while the first runs the task, and CancelTask
+  through the second: the first server's backend stops, the task ends CANCELED in the store.
+
+(PostgreSQL behind nginx: tests/deploy/test_deploy_a2a.py.)
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Iterator
+
+import pytest
+from a2a.helpers import get_message_text
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Role,
+    SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from a2a_helpers import TOKEN, A2aServer, ask, authorized, clients, reply_of, send
+from a2a_webhook import Webhook, state
+from onedoor.testing.hostile import traceback_in
+from onedoor_test_support import await_for
+
+pytestmark = pytest.mark.timeout(180)
+
+COMPLETED, CANCELED = TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[A2aServer, A2aServer]]:
+    shared = tmp_path_factory.mktemp("a2a-shared") / "threads.sqlite3"
+    args = ["--token", TOKEN, "-o", f"sqlite.path={shared}", "-o", "sqlite.shared_journal=true",
+            "-o", "a2a.push_allow_private=true"]
+    first = A2aServer(args, tmp_path_factory.mktemp("a2a-first"))
+    try:
+        second = A2aServer(args, tmp_path_factory.mktemp("a2a-second"))
+    except BaseException:
+        first.stop()
+        raise
+    try:
+        yield first, second
+    finally:
+        second.stop()
+        first.stop()
+
+
+async def test_get_and_list_through_the_other_server(pair: tuple[A2aServer, A2aServer]) -> None:
+    first, second = pair
+    words = f"kept for both {uuid.uuid4().hex[:6]}"
+    async with authorized() as http:
+        _, on_first, _ = await clients(http, first.a2a_url)
+        _, on_second, _ = await clients(http, second.a2a_url)
+        task = await send(on_first, ask(words))
+        assert task.status.state == COMPLETED
+        got = await on_second.get_task(GetTaskRequest(id=task.id))
+        assert got.status.state == COMPLETED and reply_of(got) == reply_of(task) and "You said" in reply_of(got)
+        assert [get_message_text(m) for m in got.history if m.role == Role.ROLE_USER] == [words]
+        listed = await on_second.list_tasks(ListTasksRequest(context_id=task.context_id))
+        assert [t.id for t in listed.tasks] == [task.id] and listed.total_size == 1
+        # the conversation goes on through the second server
+        again = await send(on_second, ask("and on", context_id=task.context_id))
+        assert reply_of(again).endswith("turn 2)"), reply_of(again)
+
+
+async def test_a_config_made_through_the_other_server_is_pushed_to(pair: tuple[A2aServer, A2aServer]) -> None:
+    first, second = pair
+    hook = Webhook()
+    try:
+        async with authorized() as http:
+            _, on_first, _ = await clients(http, first.a2a_url)
+            _, on_second, _ = await clients(http, second.a2a_url)
+            task = await send(on_first, ask("/question Which colour, pushed?"))
+            assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            await on_second.create_task_push_notification_config(
+                TaskPushNotificationConfig(task_id=task.id, url=hook.base + "/across", token="tok-across", id="across"))
+            answered = await send(on_first, ask("teal", task_id=task.id, context_id=task.context_id))
+            assert answered.status.state == COMPLETED
+        await await_for(lambda: hook.ended("/across"), "the first server's pushes for the config made on the second")
+        states = [state(b) for b in hook.bodies("/across") if state(b)]
+        assert "TASK_STATE_WORKING" in states and states[-1] == "TASK_STATE_COMPLETED", states
+        assert all(h.get("X-A2A-Notification-Token") == "tok-across" for p, h, _ in hook.posts if p == "/across")
+    finally:
+        hook.close()
+
+
+async def test_subscribe_and_cancel_through_the_other_server(pair: tuple[A2aServer, A2aServer]) -> None:
+    first, second = pair
+    tag = f"cancel-across-{uuid.uuid4().hex[:6]}"
+    async with authorized() as http:
+        _, on_first, streaming_first = await clients(http, first.a2a_url)
+        _, on_second, streaming_second = await clients(http, second.a2a_url)
+        task_id = ""
+        async for event in streaming_first.send_message(ask(f"/slow /long 600 {tag}")):
+            if event.HasField("artifact_update"):
+                task_id = event.artifact_update.task_id
+                break
+        assert task_id
+        updates, cancelled, ending = 0, None, None
+        async for event in streaming_second.subscribe(SubscribeToTaskRequest(id=task_id)):
+            if event.HasField("artifact_update"):
+                updates += 1
+                if updates == 3:
+                    cancelled = await on_second.cancel_task(CancelTaskRequest(id=task_id))
+            elif event.HasField("status_update"):
+                ending = event.status_update.status.state
+        assert cancelled is not None and cancelled.status.state == CANCELED, cancelled
+        assert ending == CANCELED, TaskState.Name(ending or 0)
+        stored = await on_first.get_task(GetTaskRequest(id=task_id))
+        assert stored.status.state == CANCELED
+    outcome = first.outcome_of(tag)
+    assert outcome["stop_reason"] == "cancelled", outcome  # the backend on the first server stopped
+    assert len(reply_of(stored).split()) < 300, "the backend stopped soon after the cancel"
+    for server in pair:
+        assert traceback_in(server.stderr()) is None, server.stderr()[-3000:]
