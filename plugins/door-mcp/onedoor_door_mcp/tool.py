@@ -191,8 +191,12 @@ class AskTool:
                 await discard_unused(self.kernel.threads, principal, thread)
             return refused(exc)
         thread_id = thread.id if thread is not None else None
-        if by_rounds:
-            return await self.rounds.first(run, progress, answers, thread_id, peer, self._finish)
+        if by_rounds:  # (a run parked for answers is no longer the session's: a retry may come on another)
+            self.active.add(run)
+            try:
+                return await self.rounds.first(run, progress, answers, thread_id, peer, self._finish)
+            finally:
+                self.active.discard(run)
         return await self._read(run, progress, answers, thread_id, peer)
 
     async def _read(
