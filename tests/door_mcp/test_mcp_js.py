@@ -1,5 +1,6 @@
-"""Independent npm clients against the MCP door: the TypeScript SDK, the MCP Inspector CLI
-and the official conformance suite (pinned in tests/door_mcp/js/package-lock.json)."""
+"""Independent npm clients against the MCP door: the TypeScript SDK, the TypeScript v2 client
+(@modelcontextprotocol/client, MCP 2026-07-28), the MCP Inspector CLI and the official
+conformance suite (pinned in tests/door_mcp/js/package-lock.json)."""
 
 from __future__ import annotations
 
