@@ -85,3 +85,30 @@ def test_the_round_state_reads_back_what_it_wrote_and_nothing_else() -> None:
                  '{"v": 1, "run": 5, "seq": 1, "q": [["q", "input", []]]}', '{"v": 1, "run": "r", "seq": 1, "q": [5]}'):
         with pytest.raises(ValueError):
             RoundState.decode(text)
+
+
+async def test_input_responses_on_a_2025_11_25_call_are_refused() -> None:
+    """A 2025-11-25 session's call carrying ``inputResponses`` is no retry: -32602 on SDK 2.x
+    (``not_a_retry``); SDK 1.x knows no such field and runs the call."""
+    from onedoor.composition import ServeContext
+    from onedoor.testing import serve_in_memory
+    from onedoor_door_mcp import door
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    ctx = ServeContext(kernel=scripted_kernel(), options={"mcp": McpOptions()}, door_names=["mcp"])
+    async with serve_in_memory(door(), ctx, line_framed=True) as client:
+        await client.send_json(init)
+        await client.reply_to(0)
+        await client.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await client.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "ask", "arguments": {"message": "hi"}, "inputResponses": {"q": {"action": "decline"}}}})
+        reply = await client.reply_to(1)
+        await client.send_json({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                "params": {"name": "ask", "arguments": {"message": "hi"}}})
+        after = await client.reply_to(2)
+    if sdk.MAJOR >= 2:
+        assert reply["error"]["code"] == -32602 and reply["error"]["data"] == {"reason": "not_a_retry"}, reply
+    else:
+        assert reply["result"]["content"][0]["text"].startswith("You said: hi"), reply
+    assert after["result"]["content"][0]["text"] == "You said: hi (1 word, turn 1)"
