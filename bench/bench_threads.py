@@ -13,7 +13,8 @@
    ``shared_journal``, PostgreSQL): two kernels on one store; a backend on kernel A stamps
    each text delta with the time it was made, one every 20 ms; a reader on kernel B
    (``kernel.journals.find``) notes when each arrives. Medians and p99 of that lag (the
-   store write before delivery, plus polling), beside the same lag for a reader on A.
+   store write before delivery, then PostgreSQL's notification or SQLite's polling), beside
+   the same lag for a reader on A, over the deltas made once both readers were there.
 
 PostgreSQL is a throwaway server (tests/store_postgres/pg_server.py: initdb + pg_ctl, unix
 socket) with its durable defaults (fsync on, synchronous_commit on); SQLite is a file in
@@ -185,10 +186,12 @@ async def follow_lag(make_store: Any, count: int) -> dict[str, list[float]]:
     b.store = b_store
     lags: dict[str, list[float]] = {"same_server": [], "other_server": []}
 
+    both_there = [float("inf")]  # deltas made before the second reader came are not counted
+
     async def reader(journal: Any, into: list[float]) -> None:
         async for _, event in journal.follow(0):
-            if isinstance(event, TextDelta):
-                into.append(time.time() - float(event.text.rstrip(";")))
+            if isinstance(event, TextDelta) and (made := float(event.text.rstrip(";"))) > both_there[0]:
+                into.append(time.time() - made)
 
     try:
         journal = a.journals.start(a.run("go", principal="bench"), on_disconnect="finish")
@@ -196,7 +199,10 @@ async def follow_lag(make_store: Any, count: int) -> dict[str, list[float]]:
         await asyncio.sleep(0.05)
         remote = await b.journals.find(journal.run_id, "bench")
         assert remote is not None, "the other server finds the run through the store"
-        await asyncio.gather(local, reader(remote, lags["other_server"]))
+        following = asyncio.ensure_future(reader(remote, lags["other_server"]))
+        await asyncio.sleep(0.05)  # the second reader has caught up by now
+        both_there[0] = time.time()
+        await asyncio.gather(local, following)
     finally:
         await a_store.close()
         await b_store.close()
@@ -219,7 +225,7 @@ async def measure(folder: Path, pg: Any, turns: int, reps: int) -> dict[str, Any
     finally:
         for store in [*stores.values(), *big.values()]:
             await store.close()
-    count = turns // 3
+    count = max(100, turns // 3)  # deltas followed (20 ms apart)
     shared = {"sqlite": lambda: SQLiteThreadStore(folder / "shared.sqlite3", shared_journal=True)}
     if pg is not None:
         shared["postgres"] = lambda: PostgresThreadStore(pg.dsn, pool_size=4)
@@ -246,10 +252,18 @@ def report(figures: dict[str, Any], turns: int, skipped: str) -> dict[str, Any]:
         for key in ("list_first_page_ms", "load_thread_ms"):
             value = listing["postgres"][key] / listing["sqlite"][key]
             ratios[f"postgres_{key.removesuffix('_ms')}_vs_sqlite"] = {"value": round(value, 3), "target": ""}
+    for name, target in (("sqlite", "<= 0.5"), ("postgres", "<= 1.5")):  # the targets (#29)
+        if f"{name}_turn_added_median_ms" in metrics:
+            ratios[f"{name}_turn_added_ms"] = {"value": metrics[f"{name}_turn_added_median_ms"], "target": target}
     for name, lags in figures.get("lags", {}).items():
         for where, values in lags.items():
             metrics[f"{name}_follow_{where}_lag_median_ms"] = round(statistics.median(values) * 1000, 3)
             metrics[f"{name}_follow_{where}_lag_p99_ms"] = round(_p99(values) * 1000, 3)
+            metrics[f"{name}_follow_{where}_deltas"] = len(values)
+    if "postgres" in figures.get("lags", {}):
+        for stat, target in (("median", "<= 2"), ("p99", "<= 10")):
+            key = f"postgres_follow_other_server_lag_{stat}_ms"
+            ratios[key] = {"value": metrics[key], "target": target}
     if skipped:
         metrics["postgres_skipped"] = skipped
     return {"name": "threads", "metrics": metrics, "ratios": ratios}

@@ -27,6 +27,23 @@ def test_the_entry_point_names_the_factory_and_its_options():
     assert (store.pool_size, store.max_thread_chars, store.timeout) == (3, 5000, 10.0)
 
 
+@pytest.mark.parametrize(("runs", "size"), [(10, 4), (200, 10), (300, 15), (5000, 20)])
+def test_the_pool_is_sized_from_the_run_limit_unless_set(runs, size):
+    from onedoor.builtins.scripted import scripted
+    from onedoor.kernel import Backend, Kernel, Limits
+
+    backend = Backend("scripted", scripted)
+    store = make_store("postgres", cli={"dsn": SECRET_DSN})
+    Kernel(backend, limits=Limits(max_concurrent_runs=runs), store=store).journals  # noqa: B018 - what doors reach for
+    assert store.pool_size == size
+    kernel = Kernel(backend, limits=Limits(max_concurrent_runs=runs))
+    kernel.journals  # noqa: B018 - made first, the store set after: the same
+    kernel.store = later = make_store("postgres", cli={"dsn": SECRET_DSN})
+    assert later.pool_size == size
+    kernel.store = chosen = make_store("postgres", cli={"dsn": SECRET_DSN, "pool_size": "3"})
+    assert chosen.pool_size == 3
+
+
 def test_the_dsn_is_a_secret_never_shown():
     options = PostgresOptions(dsn=SECRET_DSN)
     assert redacted(options)["dsn"] == "***"

@@ -1,16 +1,15 @@
-"""A run's journal on this server, and the kernel's index of journals (see :mod:`onedoor.journal`)."""
+"""A run's journal on this server (see :mod:`onedoor.journal`); the kernel's index of them is in :mod:`.index`."""
 
 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
-from typing import Any, AsyncIterator, Literal, Protocol, get_args
+import contextlib
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol, get_args
 
 from ..events import STOP_SUSPENDED, Event, RunFailed, RunFinished
-from ..limits import Limits
 from .cursors import CursorExpired
-from .shared import LEASE_TTL, JournalWriter, RemoteJournal, shared_store
+from .shared import JournalWriter
 
 
 class Journaled(Protocol):
@@ -52,7 +51,8 @@ class RunJournal:
         self._events: list[Event] = []
         self._first_seq = 1  # the number of self._events[0]
         self._max_events = max(1, max_events)
-        self._wake: asyncio.Future[None] | None = None  # made when a reader waits, set by the next event
+        self._waiters: list[asyncio.Future[None]] = []  # one per reader of follow() waiting for more
+        self._sinks: list[_Sink] = []  # readers of deliver() that are caught up: handed each event as it comes
         self._stream: Journaled | None = None
         self.task: asyncio.Task[None] | None = None  # the kernel's task driving its stream now
         self._followers = 0
@@ -93,16 +93,28 @@ class RunJournal:
         if self._stream is not None:
             self._stream.cancel()
 
+    def _check_after(self, after: int) -> None:
+        if after + 1 < self._first_seq:
+            raise CursorExpired(f"events after {self.cursor(after)} are no longer kept; read the thread instead")
+        if after > self.last_seq:
+            raise CursorExpired(f"{self.cursor(after)} is not a cursor this run gave out")
+
+    def _fell_behind(self) -> CursorExpired:
+        return CursorExpired(f"this reader fell behind the {self._max_events} events kept for the run")
+
+    def _left(self, completed: bool) -> None:
+        """A reader has stopped: the last one leaving a running run early cancels it (``cancel``)."""
+        self._followers -= 1
+        if not completed and self._followers == 0 and self.on_disconnect == "cancel":
+            self.cancel()
+
     async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, Event]]:
         """Every event after number ``after``, then live ones, up to a terminal event.
 
         Raises :class:`CursorExpired` (before yielding) when events after ``after`` are
         no longer held. Leaving early (the client went away) cancels a running run if
         this was its last reader and the run's ``on_disconnect`` is ``"cancel"``."""
-        if after + 1 < self._first_seq:
-            raise CursorExpired(f"events after {self.cursor(after)} are no longer kept; read the thread instead")
-        if after > self.last_seq:
-            raise CursorExpired(f"{self.cursor(after)} is not a cursor this run gave out")
+        self._check_after(after)
         self._followers += 1
         completed = False
         try:
@@ -110,24 +122,73 @@ class RunJournal:
             while True:
                 if seq < self._visible_seq:
                     if seq + 1 < self._first_seq:
-                        raise CursorExpired(f"this reader fell behind the {self._max_events} events kept for the run")
+                        raise self._fell_behind()
                     event = self._events[seq + 1 - self._first_seq]
                     seq += 1
                     yield seq, event
-                    if isinstance(event, (RunFinished, RunFailed)):
+                    if isinstance(event, _ENDINGS):
                         completed = True
                         return
                 elif not self.running and seq >= self.last_seq:  # caught up; nothing more comes (until a resume)
                     completed = True
                     return
                 else:
-                    if self._wake is None:
-                        self._wake = asyncio.get_running_loop().create_future()
-                    await asyncio.shield(self._wake)
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._waiters.append(waiter)
+                    try:
+                        await waiter
+                    except asyncio.CancelledError:
+                        with contextlib.suppress(ValueError):
+                            self._waiters.remove(waiter)
+                        raise
         finally:
-            self._followers -= 1
-            if not completed and self._followers == 0 and self.on_disconnect == "cancel":
-                self.cancel()
+            self._left(completed)
+
+    async def deliver(self, put: Callable[[int, Event], bool], after: int = 0, *,
+                      room: Callable[[], Awaitable[None]]) -> None:
+        """What :meth:`follow` yields, handed to ``put(seq, event)`` instead, with no task
+        switch per event once the reader has caught up: the kernel's task journaling the run
+        calls ``put`` as it keeps each event (a reader that can take no more now, ``put``
+        returning False, gets the rest in this task once ``await room()`` returns). Returns
+        after the terminal event, or once the run has stopped with nothing more to read.
+        An exception ``put`` raises comes out of here. The same checks and the same
+        ``on_disconnect`` as :meth:`follow`."""
+        self._check_after(after)
+        self._followers += 1
+        completed = False
+        try:
+            seq = max(after, 0)
+            while True:
+                while seq < self._visible_seq:  # what is held already, read in this task
+                    if seq + 1 < self._first_seq:
+                        raise self._fell_behind()
+                    event = self._events[seq + 1 - self._first_seq]
+                    seq += 1
+                    more = put(seq, event)
+                    if isinstance(event, _ENDINGS):
+                        completed = True
+                        return
+                    if not more:
+                        await room()
+                if not self.running and seq >= self.last_seq:
+                    completed = True
+                    return
+                sink = _Sink(seq, put, asyncio.get_running_loop().create_future())
+                self._sinks.append(sink)
+                try:
+                    await sink.parked
+                finally:
+                    self._release(sink)
+                seq = sink.seq
+                if sink.error is not None:
+                    raise sink.error
+                if sink.ended:
+                    completed = True
+                    return
+                if sink.full:
+                    await room()
+        finally:
+            self._left(completed)
 
     # -- the kernel's side ----------------------------------------------------------------
     def _append(self, event: Event) -> None:
@@ -140,11 +201,16 @@ class RunJournal:
             drop = len(self._events) - self._max_events
             del self._events[:drop]
             self._first_seq += drop
-        self._wake_readers()
+        if self._sinks and self._durable_seq is None:
+            self._push()
+        if self._waiters:
+            self._wake_readers()
 
     def _durable(self, seq: int | None) -> None:
         """The store holds events up to ``seq`` (None: the journal is no longer shared)."""
         self._durable_seq = seq
+        if self._sinks:
+            self._push()
         self._wake_readers()
 
     def _ended(self, for_good: bool) -> None:
@@ -152,151 +218,75 @@ class RunJournal:
         self.done = for_good
         if self.writer is not None:
             self.writer.poke()
+        self._push()
+        self._release_all()
         self._wake_readers()
 
     def _wake_readers(self) -> None:
-        """Wake the readers waiting for more (none waiting: nothing to do, per event)."""
-        wake, self._wake = self._wake, None
-        if wake is not None and not wake.done():
-            wake.set_result(None)
+        """Wake the readers of :meth:`follow` waiting for more."""
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
+    def _push(self) -> None:
+        """Hand the caught-up readers of :meth:`deliver` every event they may have now."""
+        visible = self._visible_seq
+        sinks = self._sinks
+        if len(sinks) == 1:
+            self._feed(sinks[0], visible)
+        else:
+            for sink in list(sinks):
+                self._feed(sink, visible)
 
-class Journals:
-    """The kernel's journals (``kernel.journals``): start a run on one, find one again."""
-
-    def __init__(self, limits: Limits, store: Any = None) -> None:
-        self.limits = limits
-        self.store = store  # the kernel's thread store: a store that shares journals gets them too
-        self._journals: dict[str, RunJournal] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._ended: OrderedDict[str, RunJournal] = OrderedDict()  # ended journals, oldest first
-        self._ended_events = 0
-        self._names: dict[str, RunJournal] = {}  # other names of runs (Journals.name)
-
-    def __len__(self) -> int:
-        return len(self._journals)
-
-    def start(self, stream: Journaled, *, on_disconnect: str = "cancel") -> RunJournal:
-        """Drive ``stream`` in a kernel task, journaling its events; a stream of a run that
-        already has a journal (a resumed run) continues it."""
-        if on_disconnect not in ON_DISCONNECT:
-            raise ValueError(f"on_disconnect must be one of {', '.join(ON_DISCONNECT)}")
-        journal = self._journals.get(stream.run_id)
-        if journal is None or journal.principal != stream.principal:
-            journal = RunJournal(stream.run_id, stream.principal, max_events=self.limits.max_journal_events)
-            self._journals[stream.run_id] = journal
-        if journal.running:
-            raise ValueError(f"run {stream.run_id} is already being journaled")
-        journal.on_disconnect = on_disconnect
-        journal.thread_id = stream.thread.id if stream.thread is not None else journal.thread_id
-        journal._stream = stream
-        store = shared_store(self.store)
-        if store is not None:
-            limits = self.limits
-            journal.writer = JournalWriter(store, journal, limits.journal_retention, limits.question_ttl + LEASE_TTL)
-            journal._durable_seq = journal.last_seq
-            journal.writer.start()
-        task = asyncio.get_running_loop().create_task(self._drive(journal, stream), name=f"onedoor-journal-{stream.run_id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        journal.task = task
-        return journal
-
-    async def find(self, run_id: str, principal: str) -> RunJournal | RemoteJournal | None:
-        """The journal of ``run_id`` for a reader that reattaches: this server's, else (with
-        a store that shares journals) the one another server is writing. None: unknown."""
-        local = self.get(run_id, principal)
-        store = shared_store(self.store)
-        if local is not None or store is None or not isinstance(run_id, str):
-            return local
-        page = await store.journal_read(run_id, principal, 0, limit=0)
-        return RemoteJournal(store, run_id, principal, page) if page is not None else None
-
-    def kept(self, run_id: str) -> bool:
-        """A journal of this run id (or name) is kept (anyone's)."""
-        return run_id in self._journals or run_id in self._names
-
-    def name(self, journal: RunJournal, name: str) -> None:
-        """Give ``journal``'s run another name a reader may know it by (AG-UI: the runId of
-        a response that resumed it). The caller checks the name is free
-        (``kernel.check_run_id``); it is forgotten with the journal."""
-        if name != journal.run_id and name not in journal.names:
-            journal.names.append(name)
-            self._names[name] = journal
-
-    def named(self, name: str, principal: str) -> RunJournal | None:
-        """The journal of the run with this id or name, if it is ``principal``'s."""
-        journal = self.get(name, principal)
-        if journal is None and isinstance(name, str):
-            found = self._names.get(name)
-            journal = found if found is not None and found.principal == principal else None
-        return journal
-
-    def of_thread(self, thread_id: str, principal: str) -> list[RunJournal]:
-        """The kept journals of ``principal``'s runs on ``thread_id``, oldest first."""
-        return [j for j in self._journals.values() if j.thread_id == thread_id and j.principal == principal]
-
-    def forget_thread(self, thread_id: str, principal: str) -> int:
-        """Drop the journals of a deleted thread at once (they hold its text): readers find
-        the runs unknown, and a reader still following one gets no more of it.
-        ``kernel.forget_thread`` also cancels the runs. Returns how many were dropped."""
-        mine = self.of_thread(thread_id, principal)
-        for journal in mine:
-            journal.forgotten = True
-            self._drop(journal)
-        return len(mine)
-
-    def _drop(self, journal: RunJournal) -> None:
-        journal.dropped = True
-        if self._ended.pop(journal.run_id, None) is journal:
-            self._ended_events -= len(journal._events)
-        if self._journals.get(journal.run_id) is journal:
-            del self._journals[journal.run_id]
-        for name in journal.names:
-            if self._names.get(name) is journal:
-                del self._names[name]
-        if journal.forgotten:  # a deleted thread's text: not even a reader holding the journal gets it
-            journal._first_seq += len(journal._events)
-            journal._events.clear()
-
-    def get(self, run_id: str, principal: str) -> RunJournal | None:
-        journal = self._journals.get(run_id) if isinstance(run_id, str) else None
-        return journal if journal is not None and journal.principal == principal else None
-
-    async def _drive(self, journal: RunJournal, stream: Journaled) -> None:
-        for_good = True
-        try:
-            async with stream:
-                async for event in stream:
-                    journal._append(event)
-            for_good = not stream.suspended
-        finally:
-            if stream.thread is not None:
-                journal.thread_id = stream.thread.id
-            journal._ended(for_good)
-            limits = self.limits
-            keep = limits.journal_retention + (0 if for_good else limits.question_ttl)
-            asyncio.get_running_loop().call_later(keep, self._forget, journal)
-            if for_good:
-                self._keep_within_budget(journal)
-
-    def _keep_within_budget(self, ended: RunJournal) -> None:
-        """Ended journals hold at most ``limits.max_kept_journal_events`` events in all: past
-        it, the oldest ended ones go before their retention is over (their readers get
-        "unknown run" and read the thread instead)."""
-        if ended.forgotten:  # its thread was deleted while it ran
-            self._drop(ended)
+    def _feed(self, sink: "_Sink", visible: int) -> None:
+        events, first, put = self._events, self._first_seq, sink.put
+        seq = sink.seq
+        while seq < visible:
+            seq += 1
+            if seq < first:  # not kept any more: its reader finds out in its own task
+                break
+            event = events[seq - first]
+            try:
+                more = put(seq, event)
+            except Exception as exc:  # noqa: BLE001 - the reader's own failure: it raises it in its task
+                sink.error = exc
+                break
+            sink.seq = seq
+            if isinstance(event, _ENDINGS):
+                sink.ended = True
+                break
+            if not more:
+                sink.full = True
+                break
+        else:
             return
-        previous = self._ended.pop(ended.run_id, None)
-        if previous is not None:
-            self._ended_events -= len(previous._events)
-        self._ended[ended.run_id] = ended
-        self._ended_events += len(ended._events)
-        budget = self.limits.max_kept_journal_events
-        while self._ended_events > budget and len(self._ended) > 1:
-            oldest = next(iter(self._ended.values()))
-            self._drop(oldest)
+        self._release(sink)
 
-    def _forget(self, journal: RunJournal) -> None:
-        if not journal.running:
-            self._drop(journal)
+    def _release(self, sink: "_Sink") -> None:
+        """``sink`` gets no more events pushed: its reader goes on in its own task."""
+        if sink in self._sinks:
+            self._sinks.remove(sink)
+        if not sink.parked.done():
+            sink.parked.set_result(None)
+
+    def _release_all(self) -> None:
+        for sink in list(self._sinks):
+            self._release(sink)
+
+
+_ENDINGS = (RunFinished, RunFailed)
+
+
+class _Sink:
+    """A reader of :meth:`RunJournal.deliver` being handed events by the task journaling them."""
+
+    __slots__ = ("seq", "put", "parked", "error", "ended", "full")
+
+    def __init__(self, seq: int, put: Callable[[int, Event], bool], parked: asyncio.Future[None]) -> None:
+        self.seq = seq  # the last number handed over
+        self.put = put
+        self.parked = parked  # resolved when events stop being pushed to it
+        self.error: Exception | None = None  # what put raised
+        self.ended = False  # it was handed the terminal event
+        self.full = False  # put said it has no room now

@@ -9,12 +9,23 @@ lives. Then:
   readers get them (a reader anywhere never sees an event the store does not hold);
   writes are grouped: while one is in flight, the next events wait and go together;
 - ``kernel.journals.find(run_id, principal)`` on another server returns a
-  :class:`RemoteJournal` that follows the run by reading the store (polling with
-  back-off, from 5 ms to 200 ms);
+  :class:`RemoteJournal` that follows the run by reading the store: when the store pushes
+  news of its journals (``journal_watch``, below; PostgreSQL's ``LISTEN/NOTIFY``) it reads
+  as soon as the store says there is more, and it also polls, backing off from 5 ms to
+  200 ms, in case news is lost (a store without news: polling only);
 - a reader whose run's lease ran out with no ending gets
   ``RunFailed("the server running it stopped")``: nothing stays pending forever;
-- ``cancel()`` on a remote journal asks the store; the driving server sees it when it
-  next writes or renews its lease (at most ``LEASE_RENEW`` seconds) and cancels the run.
+- ``cancel()`` on a remote journal asks the store; the driving server hears of it at once
+  from a store with news, else when it next writes or renews its lease (at most
+  ``LEASE_RENEW`` seconds), and cancels the run.
+
+A store with news has ``journal_watch(run_id, kind, callback) -> stop``: it calls
+``callback()`` on the event loop whenever there may be news of ``kind`` for the run
+(``"events"``: events, a renewed lease or the ending written; ``"cancel"``: a cancel
+asked), spuriously at times, and returns the function that stops watching; and
+``journal_news_live() -> bool``: True while it is sure to tell every watcher of every news
+(it calls them all when that changes). While news is live a reader polls only once a
+second, as a safety net; otherwise it polls as a store without news.
 
 A store write that fails (the database restarting, a network gone) is tried again, backing
 off, until it goes through: the run goes on meanwhile, what it sent is written once the
@@ -32,12 +43,14 @@ import contextlib
 import logging
 import os
 import time
+import weakref
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, Sequence, runtime_checkable
 
 from ..errors import OnedoorError
 from ..events import STOP_SUSPENDED, Event, RunFailed, RunFinished, event_from_json, event_to_json
 from .cursors import CursorExpired
+from .news import NEWS_POLL, _News, watch  # noqa: F401 - NEWS_POLL: read here by older code
 
 log = logging.getLogger("onedoor.journal")
 
@@ -90,11 +103,35 @@ class SharedJournalStore(Protocol):
     async def journal_prune(self, ended_before: float) -> int: ...
 
 
+def fit_store(store: Any, limits: Any) -> None:
+    """Tell a store that sizes itself to the kernel's run limit (``fit_runs``; PostgreSQL's
+    connection pool) what that limit is."""
+    fit = getattr(store, "fit_runs", None) if shared_store(store) is not None else None
+    if fit is not None:
+        fit(limits.max_concurrent_runs)
+
+
 def shared_store(store: Any) -> SharedJournalStore | None:
     """``store`` if it shares journals, else None."""
     if getattr(store, "shares_journals", False) and isinstance(store, SharedJournalStore):
         return store
     return None
+
+
+_pruned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()  # store -> when it was last pruned
+
+
+def _prune_due(store: Any, retention: float) -> bool:
+    """Whether a run starting now prunes the store's ended journals: at most once a tenth of
+    the retention (and a second) per store, not once per run."""
+    now = time.monotonic()
+    try:
+        if now - _pruned.get(store, -1e9) < max(1.0, retention / 10):
+            return False
+        _pruned[store] = now
+    except TypeError:  # a store that cannot be weakly referenced: every run prunes
+        pass
+    return True
 
 
 class JournalWriter:
@@ -109,6 +146,8 @@ class JournalWriter:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.failed = False
+        # while parked: looks for answers from elsewhere, renewing the lease (else the lease lasts parked_for)
+        self.while_parked: Callable[[JournalWriter], Awaitable[None]] | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"onedoor-journal-writer-{self.journal.run_id}")
@@ -126,15 +165,23 @@ class JournalWriter:
                 self.failed = True
                 journal._durable(None)
                 return
-            with contextlib.suppress(Exception):
-                await store.journal_prune(time.time() - self.retention)
+            if _prune_due(store, self.retention):
+                with contextlib.suppress(Exception):
+                    await store.journal_prune(time.time() - self.retention)
             self.written = journal.first_held_seq - 1
-            while not await self._write_once():
-                try:
-                    await asyncio.wait_for(self._wake.wait(), LEASE_RENEW)
-                except TimeoutError:
-                    pass
-                self._wake.clear()
+            stop_watching = watch(store, journal.run_id, "cancel", self.poke)  # a cancel asked elsewhere: at once
+            try:
+                while not await self._write_once():
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), LEASE_RENEW)
+                    except TimeoutError:
+                        pass
+                    self._wake.clear()
+                if self.while_parked is not None and not journal.done:  # parked: news pokes it still
+                    await self.while_parked(self)
+            finally:
+                if stop_watching is not None:
+                    stop_watching()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a bug of ours, not the store's: stop sharing, keep the run going here
@@ -156,7 +203,8 @@ class JournalWriter:
         parked = not ended and not journal.running and upto >= journal.last_seq
         cancel = await self._until_stored(lambda: store.journal_write(
             journal.run_id, self.written + 1, pending,
-            lease_until=time.time() + (self.parked_for if parked else LEASE_TTL), ended=ended))
+            lease_until=time.time() + (self.parked_for if parked and not self.while_parked else LEASE_TTL),
+            ended=ended))
         if cancel is _GAVE_UP:
             return True
         self.written = upto
@@ -193,6 +241,7 @@ class JournalWriter:
 
 
 _GAVE_UP = object()
+PAGE = 500  # events a reader on another server reads at once
 
 
 class RemoteJournal:
@@ -214,7 +263,7 @@ class RemoteJournal:
     def cancel(self) -> None:
         asyncio.get_running_loop().create_task(self.store.journal_cancel(self.run_id, self.principal))
 
-    async def _read(self, after: int, limit: int = 500) -> JournalPage | None:
+    async def _read(self, after: int, limit: int = PAGE) -> JournalPage | None:
         """A page from the store, reading again (backing off) while the store is out, for at
         most ``READ_GRACE`` seconds; then :class:`StoreOutage` (the reader ends its stream
         without an ending it does not know)."""
@@ -234,17 +283,29 @@ class RemoteJournal:
             return False
         return isinstance(event_from_json(page.events[0][1]), (RunFinished, RunFailed))
 
-    async def _stopped(self, page: JournalPage) -> bool:
+    async def _stopped(self, page: JournalPage, news: _News) -> bool:
         """The lease has run out with no ending: the server running it stopped, unless it
         renews the lease (or writes more) within one renewal and a retry, which it does
         right after an outage of the store that kept it from renewing."""
         if page.lease_until >= time.time():
             return False
-        await asyncio.sleep(LEASE_RENEW + RETRY_MAX)
-        again = await self._read(page.last_seq)
-        return again is not None and not again.events and not again.ended and again.lease_until < time.time()
+        deadline = time.monotonic() + LEASE_RENEW + RETRY_MAX
+        while (left := deadline - time.monotonic()) > 0:
+            await news.wait(left, poll=False)
+            again = await self._read(page.last_seq)
+            if again is None or again.events or again.ended or again.lease_until >= time.time():
+                return False
+        return True
 
     async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, Event]]:
+        news = _News(self.store, self.run_id, "events")  # before the first read: nothing written after it is missed
+        try:
+            async for pair in self._follow(after, news):
+                yield pair
+        finally:
+            news.close()
+
+    async def _follow(self, after: int, news: _News) -> AsyncIterator[tuple[int, Event]]:
         page = await self._read(after)
         if page is None:
             raise CursorExpired(f"run {self.run_id} is no longer kept")
@@ -272,12 +333,14 @@ class RemoteJournal:
             if page.ended and not page.events:
                 return
             if not page.events:
-                if await self._stopped(page):
+                if await self._stopped(page, news):
                     self.done = True
                     yield seq + 1, RunFailed(self.run_id, STOPPED)
                     return
-                await asyncio.sleep(pause)
+                await news.wait(pause)  # the store's news, or the poll
                 pause = min(pause * 2, 0.2)
+            elif news.live and len(page.events) < PAGE:  # all there was: the next comes with news
+                await news.wait(pause)
             else:
                 pause = 0.005
             fresh = await self._read(seq)

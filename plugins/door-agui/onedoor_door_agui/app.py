@@ -63,8 +63,7 @@ from onedoor.threads import keeps_state
 from onedoor.wire import json_type
 from onedoor_transport_http.errors import REFUSED, UNKNOWN_RUN, send_error, send_json, send_refusal
 from onedoor_transport_http.guard import read_json
-from onedoor_transport_http.journal_stream import JournalSource, open_source, requested_cursor, seq_of
-from onedoor_transport_http.sse import EventStream
+from onedoor_transport_http.journal_stream import JournalSource, event_stream, open_source, requested_cursor, seq_of
 from onedoor_transport_http.thread_endpoints import ThreadEndpoints
 
 from . import segments
@@ -277,7 +276,7 @@ class AguiApp(ResumeRoutes):
             return encode_all(translator.finish(None if error is None else f"the AG-UI door failed: {error}"))
 
         options = self.options
-        await EventStream(source, encode, close=close, keepalive=options.keepalive, coalesce=options.coalesce)(
+        await event_stream(source, encode, close=close, keepalive=options.keepalive, coalesce=options.coalesce)(
             scope, receive, send
         )
 

@@ -3,7 +3,7 @@
 Each event is ``id: <cursor>`` (when it comes from the run's journal), ``event: <type>``
 and ``data: <JSON of onedoor.event_to_dict>``, ending ``\\n\\n``. Streaming itself
 (coalescing, keep-alives, disconnects, one ending per stream) is the HTTP transport's
-:class:`~onedoor_transport_http.sse.EventStream`.
+:func:`~onedoor_transport_http.journal_stream.event_stream`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 
 from onedoor import RunFailed, TextDelta, encode_json, event_to_dict
 from onedoor.events import TYPE_NAMES
-from onedoor_transport_http.sse import SSE_HEADERS, EventStream
+from onedoor_transport_http.journal_stream import event_stream
+from onedoor_transport_http.sse import SSE_HEADERS
 from starlette.responses import Response
 
 _TEXT = b'event: text_delta\ndata: {"type":"text_delta","text":'
@@ -56,7 +57,7 @@ class EventStreamResponse(Response):
     media_type = "text/event-stream"
 
     def __init__(self, run: Any = None, keepalive: float = 15.0, encode: Any = None, close: Any = None) -> None:
-        self.stream = EventStream(run, encode or encode_event, keepalive=keepalive, close=close)
+        self.stream = event_stream(run, encode or encode_event, keepalive=keepalive, close=close)
         self.status_code = 200
         self.background = None
         self.raw_headers = list(SSE_HEADERS)

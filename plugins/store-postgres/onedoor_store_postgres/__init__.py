@@ -22,11 +22,18 @@ class PostgresOptions:
             "secret": True,
         }
     )
-    pool_size: int = field(default=10, metadata={"help": "most connections this server opens"})
+    pool_size: int | None = field(
+        default=None,
+        metadata={"help": "most connections this server opens (default: from the run limit, one per 20 runs, 4 to 20)"},
+    )
     timeout: float = field(
         default=10.0, metadata={"help": "seconds a call waits for a connection before it fails (PostgreSQL down, pool busy)"}
     )
     max_thread_chars: int = field(default=2_000_000, metadata={"help": "largest thread, in characters"})
+    durable_openings: bool = field(
+        default=False,
+        metadata={"help": "a turn's first message waits for the disk too (else only its reply does, flushing both)"},
+    )
     shared_journal: bool = field(
         default=True,
         metadata={"help": "keep run journals in the database, so a client can reattach through any server sharing it"},
@@ -39,7 +46,7 @@ class PostgresOptions:
             psycopg.conninfo.conninfo_to_dict(self.dsn)
         except psycopg.ProgrammingError:  # its message quotes the text: it may hold a password
             raise ValueError("dsn is not a PostgreSQL connection string (postgresql://… or 'host=… dbname=…')") from None
-        if self.pool_size < 1:
+        if self.pool_size is not None and self.pool_size < 1:
             raise ValueError("pool_size must be at least 1")
         if not self.timeout > 0:
             raise ValueError("timeout must be more than 0 seconds")
@@ -51,7 +58,7 @@ def postgres(options: PostgresOptions) -> PostgresThreadStore:
     """The ``postgres`` store plugin."""
     return PostgresThreadStore(
         options.dsn, pool_size=options.pool_size, timeout=options.timeout, max_thread_chars=options.max_thread_chars,
-        shared_journal=options.shared_journal,
+        shared_journal=options.shared_journal, durable_openings=options.durable_openings,
     )
 
 

@@ -1,8 +1,16 @@
 """Shared run journals in PostgreSQL (:mod:`onedoor.journal.shared`): what lets a client
 reattach, through any server sharing the database, to a run another server drives.
 
-Readers on other servers poll (the kernel backs off from 5 to 200 ms); one indexed read
-per poll. Functions over a connection; :class:`PostgresThreadStore` calls them.
+Every write is one statement (one round trip) and says so on the ``onedoor_journal``
+channel (``NOTIFY``, sent when it commits): ``e<run_id>`` for events, a renewed lease or an
+ending, ``c<run_id>`` for a cancel asked. Readers on other servers wait for that
+(:mod:`.notify`), and read again on their own too (backing off to 200 ms) in case a
+notification is lost. Journal rows and leases are committed without waiting for the disk
+(``synchronous_commit`` off for the statement): they are visible to every server at once
+and kept through a restart of PostgreSQL; only a crash of PostgreSQL itself can lose the
+last fraction of a second of them, which a reader then finds missing (it reads the
+thread, where every reply is kept durably). Functions over a connection;
+:class:`PostgresThreadStore` calls them.
 """
 
 from __future__ import annotations
@@ -11,6 +19,8 @@ import time
 from typing import Any, Sequence
 
 from onedoor.journal import JournalPage
+
+from .schema import NO_WAIT
 
 SCHEMA = (
     """
@@ -22,9 +32,11 @@ SCHEMA = (
         lease_until double precision NOT NULL,
         last_seq bigint NOT NULL DEFAULT 0,
         ended_at double precision,
-        cancel boolean NOT NULL DEFAULT false
+        cancel boolean NOT NULL DEFAULT false,
+        answers text
     )
     """,
+    "ALTER TABLE onedoor_journal_runs ADD COLUMN IF NOT EXISTS answers text",
     "CREATE INDEX IF NOT EXISTS onedoor_journal_runs_ended ON onedoor_journal_runs (ended_at)",
     "CREATE INDEX IF NOT EXISTS onedoor_journal_runs_thread ON onedoor_journal_runs (thread_id)",
     """
@@ -38,69 +50,112 @@ SCHEMA = (
 )
 
 
+CHANNEL = "onedoor_journal"
+EVENTS, CANCEL = "e", "c"  # what a notification's payload starts with (then the run id); answers left
+# for a parked run's server go as a cancel does (its server watches that while the run is parked)
+
+OPEN = f"""{NO_WAIT}
+    INSERT INTO onedoor_journal_runs (run_id, principal, server_id, thread_id, lease_until)
+    SELECT %s, %s, %s, %s, %s FROM no_wait
+    ON CONFLICT (run_id) DO UPDATE SET server_id = EXCLUDED.server_id, lease_until = EXCLUDED.lease_until,
+        thread_id = COALESCE(EXCLUDED.thread_id, onedoor_journal_runs.thread_id)
+    WHERE onedoor_journal_runs.principal = EXCLUDED.principal AND onedoor_journal_runs.ended_at IS NULL
+"""
+
+WRITE = f"""{NO_WAIT},
+    added AS (
+        INSERT INTO onedoor_journal_events
+        SELECT %(run)s, %(first)s + n - 1, body FROM no_wait, unnest(%(bodies)s::text[]) WITH ORDINALITY AS b (body, n)
+        ON CONFLICT DO NOTHING
+    ),
+    run AS (
+        UPDATE onedoor_journal_runs SET lease_until = %(lease)s, last_seq = GREATEST(last_seq, %(last)s),
+            ended_at = %(ended)s, answers = NULL
+        FROM no_wait WHERE run_id = %(run)s RETURNING cancel
+    )
+    SELECT cancel, pg_notify('{CHANNEL}', '{EVENTS}' || %(run)s) FROM run
+"""
+
+
 async def open_run(conn: Any, run_id: str, principal: str, server_id: str, thread_id: str | None,
                    lease_until: float) -> bool:
     """Claim the run's row: a new one, or the same principal's run going on (resumed). A row
     of another principal, or of a run that has ended, is never taken over: False."""
-    cursor = await conn.execute(
-        "INSERT INTO onedoor_journal_runs (run_id, principal, server_id, thread_id, lease_until) "
-        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET server_id = EXCLUDED.server_id, "
-        "lease_until = EXCLUDED.lease_until, thread_id = COALESCE(EXCLUDED.thread_id, onedoor_journal_runs.thread_id) "
-        "WHERE onedoor_journal_runs.principal = EXCLUDED.principal AND onedoor_journal_runs.ended_at IS NULL",
-        (run_id, principal, server_id, thread_id, lease_until),
-    )
+    cursor = await conn.execute(OPEN, (run_id, principal, server_id, thread_id, lease_until))
     return cursor.rowcount > 0
 
 
 async def write(conn: Any, run_id: str, first_seq: int, events: Sequence[str], lease_until: float,
                 ended: bool) -> bool:
-    async with conn.transaction():
-        if events:
-            async with conn.cursor() as cursor:
-                await cursor.executemany(
-                    "INSERT INTO onedoor_journal_events VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                    [(run_id, first_seq + i, body) for i, body in enumerate(events)],
-                )
-        cursor = await conn.execute(
-            "UPDATE onedoor_journal_runs SET lease_until = %s, last_seq = GREATEST(last_seq, %s), ended_at = %s "
-            "WHERE run_id = %s RETURNING cancel",
-            (lease_until, first_seq + len(events) - 1, time.time() if ended else None, run_id),
-        )
-        row = await cursor.fetchone()
+    """Store events from ``first_seq``, renew the lease (and the ending): one statement, and
+    its notification. True when a reader asked for the run to be cancelled."""
+    cursor = await conn.execute(WRITE, {
+        "run": run_id, "first": first_seq, "bodies": list(events), "lease": lease_until,
+        "last": first_seq + len(events) - 1, "ended": time.time() if ended else None,
+    })
+    row = await cursor.fetchone()
     return bool(row and row[0])
 
 
+READ = """
+    SELECT r.last_seq, r.ended_at, r.lease_until, r.thread_id,
+           (SELECT min(seq) FROM onedoor_journal_events WHERE run_id = r.run_id), e.seq, e.body
+    FROM onedoor_journal_runs r LEFT JOIN LATERAL (
+        SELECT seq, body FROM onedoor_journal_events WHERE run_id = r.run_id AND seq > %(after)s ORDER BY seq LIMIT %(limit)s
+    ) e ON true
+    WHERE r.run_id = %(run)s AND r.principal = %(principal)s
+    ORDER BY e.seq
+"""
+
+
 async def read(conn: Any, run_id: str, principal: str, after: int, limit: int) -> JournalPage | None:
-    cursor = await conn.execute(
-        "SELECT last_seq, ended_at, lease_until, thread_id, "
-        "(SELECT min(seq) FROM onedoor_journal_events WHERE run_id = r.run_id) "
-        "FROM onedoor_journal_runs r WHERE run_id = %s AND principal = %s",
-        (run_id, principal),
-    )
-    run = await cursor.fetchone()
-    if run is None:
+    """The run's row and its events after ``after``: one statement (a row per event, or one
+    row with no event)."""
+    cursor = await conn.execute(READ, {"run": run_id, "principal": principal, "after": after, "limit": max(0, limit)})
+    rows = await cursor.fetchall()
+    if not rows:
         return None
-    events: list[tuple[int, str]] = []
-    if limit > 0:
-        cursor = await conn.execute(
-            "SELECT seq, body FROM onedoor_journal_events WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-            (run_id, after, limit),
-        )
-        events = [(seq, body) for seq, body in await cursor.fetchall()]
+    run = rows[0]
+    events = [(row[5], row[6]) for row in rows if row[5] is not None]
     return JournalPage(events, run[4] or 1, run[0], run[1] is not None, run[2], run[3])
 
 
 async def cancel(conn: Any, run_id: str, principal: str) -> bool:
+    """Ask for the run to be cancelled; its server hears of it at once (the notification)."""
     cursor = await conn.execute(
-        "UPDATE onedoor_journal_runs SET cancel = true WHERE run_id = %s AND principal = %s AND ended_at IS NULL",
+        f"{NO_WAIT} UPDATE onedoor_journal_runs SET cancel = true FROM no_wait "
+        f"WHERE run_id = %s AND principal = %s AND ended_at IS NULL RETURNING pg_notify('{CHANNEL}', '{CANCEL}' || run_id)",
         (run_id, principal),
     )
     return cursor.rowcount > 0
 
 
+async def answer(conn: Any, run_id: str, principal: str, at_seq: int, answers: str) -> bool:
+    """Leave answers for the parked run's server (one statement, its notification): only while
+    the run is this principal's, goes on, still ends at ``at_seq`` and has none pending."""
+    cursor = await conn.execute(
+        f"{NO_WAIT} UPDATE onedoor_journal_runs SET answers = %s FROM no_wait WHERE run_id = %s AND principal = %s "
+        f"AND ended_at IS NULL AND last_seq = %s AND answers IS NULL RETURNING pg_notify('{CHANNEL}', '{CANCEL}' || run_id)",
+        (answers, run_id, principal, at_seq),
+    )
+    return cursor.rowcount > 0
+
+
+async def parked(conn: Any, run_id: str, lease_until: float) -> tuple[bool, str | None]:
+    """Renew a parked run's lease; (a cancel asked, the answers pending): one statement."""
+    cursor = await conn.execute(
+        f"{NO_WAIT} UPDATE onedoor_journal_runs SET lease_until = %s FROM no_wait "
+        "WHERE run_id = %s AND ended_at IS NULL RETURNING cancel, answers",
+        (lease_until, run_id),
+    )
+    row = await cursor.fetchone()
+    return (bool(row[0]), row[1]) if row is not None else (False, None)
+
+
 async def prune(conn: Any, ended_before: float) -> int:
     cursor = await conn.execute(
-        "DELETE FROM onedoor_journal_runs WHERE ended_at IS NOT NULL AND ended_at < %s", (ended_before,))
+        f"{NO_WAIT} DELETE FROM onedoor_journal_runs USING no_wait WHERE ended_at IS NOT NULL AND ended_at < %s",
+        (ended_before,))
     return cursor.rowcount
 
 

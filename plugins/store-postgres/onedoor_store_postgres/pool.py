@@ -7,14 +7,19 @@ that keep running when cancelled, by design: an event loop ending while it recon
 a PostgreSQL that is down waits for them forever, so ``onedoor serve`` would hang on
 Ctrl-C.)
 
-A connection is checked (an empty query, one round trip) before it is lent: one broken by
-a restart of PostgreSQL is dropped and the next one, or a new one, is used instead.
+An idle connection is checked before it is lent without a round trip: a server that ends a
+session (a restart of PostgreSQL, an administrator) says so on its socket, so only a
+connection whose socket has something to read is asked (an empty query); one that fails
+it is dropped and the next one, or a new one, is used instead. Statements are prepared on
+their first use on a connection (``prepare_threshold=0``): every later call of the same
+statement sends only its parameters.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 from typing import Any, AsyncIterator
 
 import psycopg
@@ -60,13 +65,20 @@ class ConnectionPool:
                 while self._idle:
                     conn = self._idle.pop()
                     try:
-                        await conn.execute("")
+                        if _has_news(conn):  # the server said something while it sat idle: most likely goodbye
+                            await conn.execute("")
                         return conn
                     except psycopg.Error:  # broken (PostgreSQL restarted): try the next one
                         conn.pgconn.finish()
-                return await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+                return await connect(self._dsn)
         except TimeoutError:
             raise psycopg.OperationalError(f"PostgreSQL did not answer within {self.timeout:g} s") from None
+
+    def grow(self, size: int) -> None:
+        """Allow up to ``size`` connections from now on (never fewer than before)."""
+        for _ in range(size - self.size):
+            self._slots.release()
+        self.size = max(self.size, size)
 
     def _give_back(self, conn: Connection) -> None:
         usable = not conn.closed and conn.pgconn.transaction_status == TransactionStatus.IDLE
@@ -90,4 +102,17 @@ class ConnectionPool:
             conn.pgconn.finish()
 
 
-__all__ = ["ConnectionPool"]
+async def connect(dsn: str) -> Connection:
+    """A new connection as the store uses them: autocommit, statements prepared at once."""
+    return await psycopg.AsyncConnection.connect(dsn, autocommit=True, prepare_threshold=0)
+
+
+def _has_news(conn: Connection) -> bool:
+    """Whether an idle connection's socket has something to read (or is closed)."""
+    if conn.closed:
+        raise psycopg.OperationalError("the connection is closed")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    return bool(readable)
+
+
+__all__ = ["ConnectionPool", "connect"]

@@ -75,9 +75,45 @@ async def add_missing_columns(conn: object) -> None:
 # One time per statement: a new thread's created_at and updated_at are equal.
 NOW = "extract(epoch from statement_timestamp())::double precision"
 
+# A statement that joins ``no_wait`` commits without waiting for the disk: at once visible to
+# every session and kept through a restart of PostgreSQL, flushed within a fraction of a
+# second (by the next commit that waits, or the WAL writer); only a crash of PostgreSQL can
+# lose it before that. For what can be lost so: leases, journals, the opening of a turn.
+NO_WAIT = "WITH no_wait AS (SELECT set_config('synchronous_commit', 'off', true))"
+
 # One round trip reads a whole thread: its row and its messages in order, one snapshot.
 READ_THREAD = """
     SELECT id, owner, title, settings, version, created_at, updated_at,
            ARRAY(SELECT body FROM onedoor_messages WHERE thread_id = t.id ORDER BY seq), state, state_version
     FROM onedoor_threads t WHERE id = %s AND owner = %s
 """
+
+# One round trip appends to a thread: the row locked, the compare-and-set and the size limit
+# checked, the messages added, the row moved on, the thread read back (its messages before
+# this statement: the caller adds the new ones). No row: no such thread of this owner; a
+# row whose ``kept`` is null: the check refused it (the caller says why from ``version``
+# and ``chars``). ``wait``: ``no_wait`` to commit without waiting for the disk.
+APPEND = """
+    {wait} old AS (
+        SELECT version, chars, message_count, title FROM onedoor_threads
+        WHERE id = %(id)s AND owner = %(owner)s FOR UPDATE
+    ),
+    fits AS (SELECT * FROM old WHERE version = %(expected)s AND chars + %(added)s <= %(limit)s),
+    added AS (
+        INSERT INTO onedoor_messages
+        SELECT %(id)s, fits.message_count + n - 1, body FROM fits, unnest(%(bodies)s::text[]) WITH ORDINALITY AS b (body, n)
+    ),
+    kept AS (
+        UPDATE onedoor_threads t SET version = fits.version + 1, chars = fits.chars + %(added)s,
+            message_count = fits.message_count + %(count)s,
+            title = CASE WHEN fits.title = '""' THEN %(title)s ELSE fits.title END, updated_at = {now}
+        FROM fits {joined} WHERE t.id = %(id)s
+        RETURNING t.id, t.owner, t.title, t.settings, t.version, t.created_at, t.updated_at, t.state, t.state_version
+    )
+    SELECT old.version, old.chars, kept.id, kept.owner, kept.title, kept.settings, kept.version, kept.created_at,
+           kept.updated_at, ARRAY(SELECT body FROM onedoor_messages WHERE thread_id = %(id)s ORDER BY seq),
+           kept.state, kept.state_version
+    FROM old LEFT JOIN kept ON true
+"""
+APPEND_DURABLE = APPEND.format(wait="WITH", now=NOW, joined="")
+APPEND_NO_WAIT = APPEND.format(wait=NO_WAIT + ",", now=NOW, joined=", no_wait")

@@ -2,9 +2,12 @@
 that several ``onedoor serve`` processes share.
 
 Connections come from a small pool (:mod:`.pool`) made on first use in the event loop
-that uses the store (the tables are created then, if missing). Every change is one
-transaction; ``append`` locks the thread's row (``SELECT … FOR UPDATE``) and compares its
-version, so writers on any server serialise. The pool checks a connection before lending
+that uses the store (the tables are created then, if missing). Every call is one statement,
+one round trip (prepared on first use); ``append`` locks the thread's row (``FOR UPDATE``)
+and compares its version in that statement, so writers on any server serialise. A turn
+waits for the disk once, when its reply is kept: its opening (an append ending with the
+user's message), its lease and its journal commit without waiting (``schema.NO_WAIT``),
+and the reply's commit flushes them with it. The pool checks a connection before lending
 it, so connections broken by a restart of PostgreSQL are replaced, not used; a call that
 was running when PostgreSQL went away, or that finds it down, fails with
 :class:`StoreUnavailable`, and the calls after it reconnect by themselves.
@@ -36,12 +39,14 @@ from onedoor.threads import (
 from onedoor.threads.leases import holder_alive
 
 from . import journal
+from .notify import JournalNews
 from .pool import ConnectionPool
-from .schema import NOW, READ_THREAD, SCHEMA, SCHEMA_LOCK, add_missing_columns
+from .schema import APPEND_DURABLE, APPEND_NO_WAIT, NO_WAIT, NOW, READ_THREAD, SCHEMA, SCHEMA_LOCK, add_missing_columns
 
 log = logging.getLogger("onedoor.store.postgres")
 
 MAX_LIST = 500
+POOL_FLOOR, POOL_CEILING, RUNS_PER_CONNECTION = 4, 20, 20  # a pool sized from the run limit
 
 
 class StoreUnavailable(KernelStoreUnavailable):
@@ -55,17 +60,22 @@ class PostgresThreadStore:
     """``PostgresThreadStore(dsn, pool_size=10, timeout=10.0, max_thread_chars=2_000_000)``.
 
     ``timeout``: how long a call waits for a connection (all busy, or PostgreSQL not
-    answering) before it fails with :class:`StoreUnavailable`. Use one store per event loop.
+    answering) before it fails with :class:`StoreUnavailable`. ``pool_size=None``: sized
+    from the run limit of the kernel whose journals it keeps (:meth:`fit_runs`). Use one
+    store per event loop.
     """
 
-    def __init__(self, dsn: str, *, pool_size: int = 10, timeout: float = 10.0, max_thread_chars: int = 2_000_000,
-                 shared_journal: bool = True):
+    def __init__(self, dsn: str, *, pool_size: int | None = 10, timeout: float = 10.0,
+                 max_thread_chars: int = 2_000_000, shared_journal: bool = True, durable_openings: bool = False):
         self._dsn = dsn
         self.shares_journals = shared_journal  # onedoor.journal.shared: reattach through any server
-        self.pool_size = pool_size
+        self.durable_openings = durable_openings  # a turn's opening waits for the disk too
+        self._sized_by_runs = pool_size is None
+        self.pool_size = POOL_FLOOR if pool_size is None else pool_size
         self.timeout = timeout
         self.max_thread_chars = max_thread_chars
         self._pool: ConnectionPool | None = None
+        self._news: JournalNews | None = None  # LISTEN on the journal channel (made on the first watch)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Lock | None = None
         self._ready = False  # the tables exist
@@ -110,16 +120,32 @@ class PostgresThreadStore:
         """Close the connections. From another event loop than the one that used the store
         (``onedoor serve`` closes it after the server's loop ended), they are closed without it."""
         self._closed = True
-        if self._pool is not None and self._loop is asyncio.get_running_loop():
+        if self._loop is asyncio.get_running_loop():
+            news, self._news = self._news, None
+            if news is not None:
+                await news.close()
             pool, self._pool = self._pool, None
-            await pool.close()
+            if pool is not None:
+                await pool.close()
         self._drop_pool()
 
     def _drop_pool(self) -> None:
-        """Let go of the pool of an event loop that has ended, closing its idle connections."""
-        pool, self._pool, self._loop = self._pool, None, None
+        """Let go of the pool (and the listener) of an event loop that has ended, closing its idle connections."""
+        pool, news, self._pool, self._news, self._loop = self._pool, self._news, None, None, None
         if pool is not None:
             pool.drop()
+        if news is not None:
+            news.drop()
+
+    def fit_runs(self, max_runs: int) -> None:
+        """The kernel's run limit (``onedoor.journal.shared.fit_store``): a store made with
+        ``pool_size=None`` opens up to one connection per 20 runs, 4 to 20."""
+        if self._sized_by_runs:
+            size = max(POOL_FLOOR, min(POOL_CEILING, -(-max_runs // RUNS_PER_CONNECTION)))
+            if size > self.pool_size:
+                self.pool_size = size
+                if self._pool is not None:
+                    self._pool.grow(size)
 
     # -- the store ---------------------------------------------------------------------
     async def create(
@@ -163,27 +189,18 @@ class PostgresThreadStore:
     ) -> Thread:
         bodies = [encode_json_text(m.to_dict()) for m in messages]  # a lone surrogate kept, escaped
         added = sum(m.size for m in messages)  # text, and the bytes of images and files
-        async with self._connection() as conn, conn.transaction():
-            cursor = await conn.execute(
-                "SELECT version, chars, message_count, title FROM onedoor_threads WHERE id = %s AND owner = %s FOR UPDATE",
-                (thread_id, owner),
-            )
+        opening = bool(messages) and messages[-1].role == "user" and not self.durable_openings
+        async with self._connection() as conn:
+            cursor = await conn.execute(APPEND_NO_WAIT if opening else APPEND_DURABLE, {
+                "id": thread_id, "owner": owner, "expected": expected_version, "added": added,
+                "limit": self.max_thread_chars, "bodies": bodies, "count": len(bodies),
+                "title": json.dumps(title_from(messages)),
+            })
             row = await cursor.fetchone()
+        if row is None or row[2] is None:  # no such thread, or refused: say why as every store does
             check_append(thread_id, row, expected_version, added, self.max_thread_chars)
-            assert row is not None
-            version, chars, count, title = row[0], row[1], row[2], json.loads(row[3])
-            if bodies:
-                await conn.execute(
-                    "INSERT INTO onedoor_messages SELECT %s, %s + n - 1, body FROM unnest(%s::text[]) WITH ORDINALITY AS b (body, n)",
-                    (thread_id, count, bodies),
-                )
-            await conn.execute(
-                "UPDATE onedoor_threads SET version = %s, chars = %s, message_count = %s, title = %s,"
-                f" updated_at = {NOW} WHERE id = %s",
-                (version + 1, chars + added, count + len(bodies), json.dumps(title or title_from(messages)), thread_id),
-            )
-            cursor = await conn.execute(READ_THREAD, (thread_id, owner))
-            thread = _thread(await cursor.fetchone())
+            raise ThreadError("conflict", f"thread {thread_id!r} changed")  # (the check always raises here)
+        thread = _thread((*row[2:9], [*row[9], *bodies], *row[10:]))
         assert thread is not None
         return thread
 
@@ -219,21 +236,24 @@ class PostgresThreadStore:
             return cursor.rowcount > 0
 
     # -- turn leases (onedoor.threads.leases) --------------------------------------------
+    # (leases commit without waiting for the disk: a lease lost by a crash of PostgreSQL only
+    # looks like the cut turn it then is, or runs out)
     async def turn_open(self, owner: str, thread_id: str, run_id: str, holder: str, lease_until: float) -> None:
         async with self._connection() as conn:
             await conn.execute(
-                "INSERT INTO onedoor_thread_turns VALUES (%s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE "
-                "SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until",
+                f"{NO_WAIT} INSERT INTO onedoor_thread_turns SELECT %s, %s, %s, %s, %s FROM no_wait "
+                "ON CONFLICT (run_id) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until",
                 (run_id, owner, thread_id, holder, lease_until),
             )
 
     async def turn_close(self, run_id: str) -> None:
         async with self._connection() as conn:
-            await conn.execute("DELETE FROM onedoor_thread_turns WHERE run_id = %s", (run_id,))
+            await conn.execute(f"{NO_WAIT} DELETE FROM onedoor_thread_turns USING no_wait WHERE run_id = %s", (run_id,))
 
     async def turn_renew(self, holder: str, lease_until: float) -> None:
         async with self._connection() as conn:
-            await conn.execute("UPDATE onedoor_thread_turns SET lease_until = %s WHERE holder = %s", (lease_until, holder))
+            await conn.execute(f"{NO_WAIT} UPDATE onedoor_thread_turns SET lease_until = %s FROM no_wait WHERE holder = %s",
+                               (lease_until, holder))
 
     async def turn_live(self, owner: str, thread_id: str, *, besides: str = "") -> bool:
         async with self._connection() as conn:
@@ -264,9 +284,34 @@ class PostgresThreadStore:
         async with self._connection() as conn:
             return await journal.cancel(conn, run_id, principal)
 
+    async def journal_answer(self, run_id: str, principal: str, at_seq: int, answers: str) -> bool:
+        async with self._connection() as conn:
+            return await journal.answer(conn, run_id, principal, at_seq, answers)
+
+    async def journal_parked(self, run_id: str, lease_until: float) -> tuple[bool, str | None]:
+        async with self._connection() as conn:
+            return await journal.parked(conn, run_id, lease_until)
+
     async def journal_live_on(self, thread_id: str, *, besides: str) -> bool:
         async with self._connection() as conn:
             return await journal.live_on(conn, thread_id, besides)
+
+    def journal_watch(self, run_id: str, kind: str, callback: Any) -> Any:
+        """News of a run's journal as PostgreSQL sends it (:mod:`.notify`; the kernel's
+        ``onedoor.journal.shared``); returns the function that stops watching."""
+        if self._closed:
+            raise StoreUnavailable("the thread store is closed")
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # first use, or the loop that used the store has ended
+            self._drop_pool()
+            self._loop, self._opening, self._ready = loop, asyncio.Lock(), False
+        if self._news is None:
+            self._news = JournalNews(self._dsn)
+        return self._news.watch(run_id, kind, callback)
+
+    def journal_news_live(self) -> bool:
+        """Whether PostgreSQL's notifications are being heard now (see :mod:`.notify`)."""
+        return self._news is not None and self._news.listening
 
     async def journal_prune(self, ended_before: float) -> int:
         async with self._connection() as conn:

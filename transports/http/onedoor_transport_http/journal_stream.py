@@ -13,16 +13,26 @@ answers 200 (a :class:`~onedoor.CursorError` otherwise: 422 or 409 from the one 
 
 A client going away only stops its reader: what that does to the run is the journal's
 ``on_disconnect`` (``cancel`` once its last reader has left, or ``finish`` into its thread).
+
+Doors answer with :func:`event_stream`: for a reader of this server's journal it is a
+:class:`JournalEventStream`, whose events are handed over by the kernel's task that
+journals them (``RunJournal.deliver``) and encoded there, straight into the response's
+frames: an event costs no task switch between the journal and the response's writer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, AsyncIterator
 from urllib.parse import parse_qs
 
 from onedoor import CursorExpired, RunJournal, read_cursor
 from onedoor.journal import StoreOutage
+
+from .sse import MAX_PENDING, EventStream, _Flow, cancel_on_disconnect
+
+log = logging.getLogger("onedoor.transport.http")
 
 
 def requested_cursor(scope: dict[str, Any]) -> str | None:
@@ -66,7 +76,7 @@ class JournalSource:
         self.outcome: Any = None
         self.behind = ""
         self.cut = ""  # why the reading stopped with the run going on (no ending is sent: the client reconnects)
-        self._reader = reader if reader is not None else journal.follow(after=after)
+        self._reader = reader  # made when first iterated (a pushed reader never needs one)
         self._first = first
         self._task: asyncio.Task[Any] | None = None
 
@@ -76,7 +86,8 @@ class JournalSource:
     async def __aexit__(self, *exc: Any) -> None:
         if self._first is not None and not self._first.done():
             self._first.cancel()
-        await self._reader.aclose()
+        if self._reader is not None:
+            await self._reader.aclose()
 
     @property
     def empty(self) -> bool:
@@ -96,6 +107,8 @@ class JournalSource:
                 return
             self.seq = pair[0]
             yield pair
+        if self._reader is None:
+            self._reader = self.journal.follow(after=self.after)
         try:
             async for pair in self._reader:
                 self.seq = pair[0]
@@ -104,6 +117,20 @@ class JournalSource:
             self.behind = str(exc)
         except StoreOutage as exc:  # another server's run, and the store is out: the client comes back later
             self.cut = str(exc)
+
+    @property
+    def pushes(self) -> bool:
+        """Its events can be handed over as the journal keeps them (:meth:`deliver`)."""
+        return self._first is None and isinstance(self.journal, RunJournal)
+
+    async def deliver(self, put: Any, room: Any) -> None:
+        """Hand ``put(seq, event)`` every event this reader gets (see ``RunJournal.deliver``);
+        what iterating it would end with (falling behind, the store out) ends this too."""
+        self._task = asyncio.current_task()
+        try:
+            await self.journal.deliver(put, self.after, room=room)
+        except CursorExpired as exc:
+            self.behind = str(exc)
 
     def cancel(self, grace: float | None = None) -> None:
         """The client went away: stop reading (leaving the journal tells the run)."""
@@ -125,4 +152,86 @@ async def open_source(journal: Any, after: int) -> JournalSource:
     return JournalSource(journal, after, first=first, reader=reader)
 
 
-__all__ = ["JournalSource", "open_source", "requested_cursor", "seq_of"]
+class JournalEventStream(EventStream):
+    """An :class:`~onedoor_transport_http.sse.EventStream` of a :class:`JournalSource` whose
+    events are pushed to it (``source.pushes``); the same response otherwise (headers,
+    coalescing, keep-alives, backpressure, one ending, disconnects)."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if not getattr(self.run, "pushes", False):
+            await super().__call__(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": self.headers})
+        flow = _PushedFlow(self)
+        loop = asyncio.get_running_loop()
+        pumping = loop.create_task(flow.pump())
+        helpers = [loop.create_task(cancel_on_disconnect(receive, self.run))]
+        if self.keepalive > 0:
+            helpers.append(loop.create_task(flow.tick(self.keepalive)))
+        try:
+            await flow.write(send)
+        finally:
+            flow.stopping = True
+            flow.room.set()
+            for task in helpers:
+                task.cancel()
+            if not pumping.done():
+                self.run.cancel()
+                pumping.cancel()
+                await asyncio.gather(pumping, return_exceptions=True)
+            if not flow.finished:  # cut short (server shutdown, a failed write): still try to end properly
+                try:
+                    await send({"type": "http.response.body", "body": b"".join(flow.frames), "more_body": False})
+                except Exception:  # noqa: BLE001 - the connection is gone; nothing left to tell
+                    pass
+
+
+class _PushedFlow(_Flow):
+    """The response's frames filled by ``put``, which the journal's task calls per event."""
+
+    async def pump(self) -> None:
+        stream = self.stream
+        source, encode = stream.run, stream.encode
+        frames, ready = self.frames, self.ready
+        error: str | None = None
+        last: Any = None
+
+        def put(seq: int, event: Any) -> bool:
+            nonlocal last
+            last = (seq, event)
+            source.seq = seq
+            data = encode(last)
+            if data:
+                frames.append(data)
+                ready.set()
+            return len(frames) < MAX_PENDING or self.stopping
+
+        try:
+            async with source:
+                await source.deliver(put, self._room)
+        except Exception as exc:  # the door itself failed: still end the stream properly
+            error = f"the door failed while streaming: {type(exc).__name__}: {exc}"
+            log.error("streaming run %s failed", getattr(source, "run_id", "?"), exc_info=True)
+        finally:
+            stream._last = last
+            tail = stream._ending(error)
+            if tail:
+                frames.append(tail)
+            self.done = True
+            ready.set()
+
+    async def _room(self) -> None:
+        """Wait until the writer has taken the frames (or stopped)."""
+        if len(self.frames) >= MAX_PENDING and not self.stopping:
+            self.room.clear()
+            await self.room.wait()
+
+
+def event_stream(source: Any, encode: Any, **options: Any) -> EventStream:
+    """The response streaming ``source``: a :class:`JournalEventStream` for a
+    :class:`JournalSource`, else an :class:`~onedoor_transport_http.sse.EventStream`."""
+    kind = JournalEventStream if isinstance(source, JournalSource) else EventStream
+    return kind(source, encode, **options)
+
+
+__all__ = ["JournalEventStream", "JournalSource", "event_stream", "open_source", "requested_cursor", "seq_of"]
