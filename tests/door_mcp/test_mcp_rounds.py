@@ -11,7 +11,8 @@ Several servers (as behind a round-robin balancer): the first round on one, the 
 another. The retry's ``requestState`` is sealed by the first server; another opens it
 only with the same key (the same ``mcp.request_state_keys``, or keys derived from the
 same token), else it answers -32602 ``invalid_request_state``. The servers share one
-SQLite file, so the run's journal is readable from each.
+SQLite file (``sqlite.shared_journal``): the retry's server carries the answers to the
+server holding the run and reads the run's journal.
 """
 
 from __future__ import annotations
@@ -330,13 +331,14 @@ ALLOW = {"decision": "allow_once"}
 
 
 def servers(start: Any, db: Path, *extra: str, count: int = 2) -> list[Any]:
-    return [start("-o", "scripted.delay=0", "-o", f"sqlite.path={db}", *extra) for _ in range(count)]
+    return [start("-o", "scripted.delay=0", "-o", f"sqlite.path={db}", "-o", "sqlite.shared_journal=true", *extra)
+            for _ in range(count)]
 
 
 async def test_a_shared_key_opens_the_state_on_another_server(start_http_server: Any, tmp_path: Path) -> None:
-    """Servers with the same token (or the same request_state_keys) open each other's states;
-    a server with a key of its own refuses them -32602 (and answers nothing: the run still
-    waits on the first server, which takes the retry)."""
+    """Servers with the same token (or the same request_state_keys) open each other's states
+    and answer the run another server holds; a server with a key of its own refuses them
+    -32602 (and answers nothing: the run still waits for the good retry)."""
     db = tmp_path / "shared.sqlite3"
     a, b = servers(start_http_server, db, "--token", TOKEN)
     c, d = servers(start_http_server, db, "--token", TOKEN, "-o", f"mcp.request_state_keys={KEYS}")
@@ -345,35 +347,39 @@ async def test_a_shared_key_opens_the_state_on_another_server(start_http_server:
     for first, same, others in ((a, b, (c, alone)), (c, d, (a, alone))):
         async with client_for(first.url, TOKEN, elicitation_callback=Person()) as on_first:
             asking = await first_round(on_first, message)
-            [key] = asking.input_requests
-            for other in others:
-                async with client_for(other.url, TOKEN, elicitation_callback=Person()) as there:
-                    error = await refused(retry(there, message, asking, {key: elicit("accept", ALLOW)}))
-                assert error["code"] == -32602 and error["data"] == {"reason": "invalid_request_state"}, error
-            async with client_for(same.url, TOKEN, elicitation_callback=Person()) as on_same:
-                try:  # opened there; answered there once the kernel carries answers between servers
-                    result: Any = await retry(on_same, message, asking, {key: elicit("accept", ALLOW)})
-                except Exception as exc:  # noqa: BLE001 - the MCPError, checked below
-                    result = exc
-            if isinstance(result, Exception):
-                data = result.error.data  # type: ignore[attr-defined]
-                assert data != {"reason": "invalid_request_state"}, data
-                answered = await retry(on_first, message, asking, {key: elicit("accept", ALLOW)})
-                assert texts(answered) == ["Approved (allow_once): ran rm"]
-            else:
-                assert texts(result) == ["Approved (allow_once): ran rm"]
+        [key] = asking.input_requests
+        for other in others:
+            async with client_for(other.url, TOKEN, elicitation_callback=Person()) as there:
+                error = await refused(retry(there, message, asking, {key: elicit("accept", ALLOW)}))
+            assert error["code"] == -32602 and error["data"] == {"reason": "invalid_request_state"}, error
+        async with client_for(same.url, TOKEN, elicitation_callback=Person()) as on_same:
+            result = await retry(on_same, message, asking, {key: elicit("accept", ALLOW)})
+        assert texts(result) == ["Approved (allow_once): ran rm"]
     for server in (a, b, c, d, alone):
         assert "Traceback" not in server.log.read_text()
 
 
-@pytest.mark.xfail(reason="needs cross-server answers (#28 kernel work)", strict=False)
 async def test_the_retry_is_answered_on_another_server(start_http_server: Any, tmp_path: Path) -> None:
-    """The first round on server A, the retry on server B: B answers the run A holds, and
-    reads it on, through the shared journal, to its end."""
+    """The first round on server A, the retry on server B: B carries the answer to the run A
+    holds and reads it on, through the shared journal, to its end (its progress after the
+    answer, the answers listed); the same retry again, on A, is refused as answered."""
     a, b = servers(start_http_server, tmp_path / "shared.sqlite3", "--token", TOKEN)
+    message = '/ask rm {"path": "/tmp/x"}'
     async with client_for(a.url, TOKEN, elicitation_callback=Person()) as on_a:
-        asking = await first_round(on_a, "/ask rm {}")
-    [key] = asking.input_requests
-    async with client_for(b.url, TOKEN, elicitation_callback=Person()) as on_b:
-        result = await retry(on_b, "/ask rm {}", asking, {key: elicit("accept", ALLOW)})
-    assert texts(result) == ["Approved (allow_once): ran rm"]
+        asking = await first_round(on_a, message)
+        [key] = asking.input_requests
+        progress: list[str] = []
+
+        async def on_progress(value: float, total: float | None, text: str | None) -> None:
+            progress.append(text or "")
+
+        async with client_for(b.url, TOKEN, elicitation_callback=Person()) as on_b:
+            result = await on_b.session.call_tool(
+                "ask", {"message": message}, input_responses={key: elicit("accept", ALLOW)},
+                request_state=asking.request_state, allow_input_required=True, progress_callback=on_progress)
+        assert texts(result) == ["Approved (allow_once): ran rm"] and not result.is_error
+        [record] = answers_of(result)
+        assert (record["kind"], record["outcome"], record["how"]) == ("approval", "allow_once", "person")
+        assert [p for p in progress if p.startswith("[tool rm -> ")] and not [p for p in progress if p.startswith("[tool rm {")]
+        again = await refused(retry(on_a, message, asking, {key: elicit("decline")}))
+    assert again["code"] == -32602 and again["data"] == {"reason": "answered_question"}, again

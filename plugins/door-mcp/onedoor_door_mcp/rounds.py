@@ -12,9 +12,10 @@ caller's principal.
 
 The client retries the same call with ``inputResponses`` and the state: each response is
 mapped to an answer as an elicitation reply is (:func:`.elicit.answer_for`), the answers go
-to ``kernel.resume`` and the call reads the run on, through its journal (this server's, or
-with a store that shares journals another server's), to its end (the tool result) or its
-next questions (another ``input_required``). The result is built from every round's
+to ``kernel.answer`` (which, with a store that shares journals, carries them to the server
+holding the run) and the call reads the run on, through its journal (this server's, or
+another server's through the store), to its end (the tool result) or its next questions
+(another ``input_required``). The result is built from every round's
 events; progress goes out for the new ones only.
 
 A retry the door cannot take is answered -32602 with ``data.reason``, and nothing is
@@ -35,7 +36,16 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from onedoor import STOP_SUSPENDED, CursorExpired, Kernel, QuestionError, RunFinished, RunRefused, SuspendAsker
+from onedoor import (
+    STOP_SUSPENDED,
+    CursorExpired,
+    Kernel,
+    QuestionError,
+    RemoteAnswer,
+    RunFinished,
+    RunRefused,
+    SuspendAsker,
+)
 from onedoor.journal import RemoteJournal
 from onedoor.wire.jsonrpc import INVALID_PARAMS
 
@@ -128,12 +138,16 @@ class Rounds:
             raise refusal("invalid_request_state", f"Invalid requestState: {exc}") from None
         answers = self._answers(state, retry.responses or {}, f"mcp:{peer.client_name}" if peer.client_name else "mcp")
         try:
-            stream = self.kernel.resume(answers, principal=principal, door=self.door, run_id=state.run_id)
+            got = await self.kernel.answer(answers, principal=principal, door=self.door, run_id=state.run_id)
         except QuestionError as exc:
             raise refusal(QUESTION_REASONS.get(exc.reason, "invalid_answer"), f"The answers were not taken: {exc}") from None
         except RunRefused as exc:
             raise refusal("not_resumed", f"The run could not go on ({exc.reason}): {exc}") from None
-        journal = self.kernel.journals.start(stream, on_disconnect="cancel")
+        if isinstance(got, RemoteAnswer):  # another server holds the run: read it on through the shared journal
+            journal: Any = got.journal
+            stream: Any = None
+        else:  # the resumed run goes on in its journal here
+            journal, stream = self.kernel.journals.start(got, on_disconnect="cancel"), got
         reading = Reading(state.run_id, progress, self.answer_log(), self.progress_tools)
         return await self._follow(journal, state.seq, reading, stream, state.thread, peer, finish)
 
