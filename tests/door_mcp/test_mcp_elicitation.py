@@ -332,12 +332,12 @@ async def test_a_client_that_leaves_while_asked_ends_the_run(door_at: Any, sdk: 
             assert await ask(session, sdk, "/ask deploy {}") == "Approved (allow_once): ran deploy"
 
 
-# -- MCP 2026-07-28: no server-initiated requests ----------------------------------------------------
+# -- MCP 2026-07-28: no server-initiated requests (see test_mcp_rounds.py for the rounds) ---------------
 
 
-async def test_a_2026_07_28_connection_gets_the_policy(sdk: Any) -> None:
-    """An SDK 2.x client that negotiates with ``server/discover`` speaks 2026-07-28, where a
-    server cannot send requests (multi-round-trip instead): the door answers by its policy."""
+async def test_a_2026_07_28_connection_without_elicitation_gets_the_policy(sdk: Any) -> None:
+    """An SDK 2.x client that negotiates with ``server/discover`` speaks 2026-07-28; without
+    the elicitation capability it cannot be asked there either: the door answers by its policy."""
     if sdk.major < 2:
         pytest.skip("server/discover and the 2026-07-28 revision need the MCP SDK 2.x")
     from mcp import ClientSession
@@ -350,24 +350,23 @@ async def test_a_2026_07_28_connection_gets_the_policy(sdk: Any) -> None:
     door_end, client_end = channel_pair()
     ctx = ServeContext(kernel=kernel, options={"mcp": McpOptions(ask_fallback="allow")}, door_names=["mcp"])
     serving = asyncio.ensure_future(door().serve_channel(door_end, ctx))
-    person = Person()  # never asked
     async with mcp_streams(client_end) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=person) as session:
+        async with ClientSession(read, write) as session:
             await session.discover()
+            assert session.protocol_version == "2026-07-28"
             reply = await ask(session, sdk, ASK_RM)
     await client_end.close()
     await asyncio.wait_for(serving, 30)
-    assert reply == "Approved (allow_once): ran rm" and person.asked == []
+    assert reply == "Approved (allow_once): ran rm"
     assert kernel.active_runs == 0
 
 
-MODERN = "no one could be asked here (the connection speaks MCP 2026-07-28, where the server cannot send the client a request)"
-
-
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_the_default_2x_client_is_told_the_policy_answered(sdk: Any, start_http_server: Any, transport: str) -> None:
-    """SDK 2.x's ``Client`` (mode "auto", the default) negotiates 2026-07-28 and declares
-    elicitation; the door cannot ask it there, and the result says the policy answered."""
+async def test_the_default_2x_client_without_a_callback_is_told_the_policy_answered(
+    sdk: Any, start_http_server: Any, transport: str,
+) -> None:
+    """SDK 2.x's ``Client`` (mode "auto", the default) negotiates 2026-07-28; without an
+    elicitation callback it declares no elicitation, and the result says the policy answered."""
     if sdk.major < 2:
         pytest.skip("the 2026-07-28 revision needs the MCP SDK 2.x")
     from mcp.client import Client
@@ -378,15 +377,14 @@ async def test_the_default_2x_client_is_told_the_policy_answered(sdk: Any, start
     else:
         argv = sdk.command("-o", "scripted.delay=0")
         target = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
-    person = Person()  # never asked
-    async with Client(target, elicitation_callback=person) as client:
+    async with Client(target) as client:
         assert client.session.protocol_version == "2026-07-28"
         await client.list_tools()  # the client checks structuredContent against the outputSchema listed
         result = await client.call_tool("ask", {"message": "/ask rm {}"})
-    assert person.asked == [] and not sdk.error(result)
+    assert not sdk.error(result)
     assert blocks(result) == [
         "Not approved (reject_once): did not run rm",
-        f"The agent asked to run rm; {MODERN}, so the server's ask_fallback policy (deny) answered reject_once.",
+        f"The agent asked to run rm; {NO_CAPABILITY}, so the server's ask_fallback policy (deny) answered reject_once.",
     ]
     assert answers_of(result) == [
         {"kind": "approval", "prompt": "Allow the agent to run rm?", "tool": "rm", "outcome": "reject_once", "how": "policy"}

@@ -160,3 +160,72 @@ def test_fuzzed_json_rpc_layer(caplog: pytest.LogCaptureFixture) -> None:
                "notifications/cancelled", "notifications/progress", "notifications/initialized", "x/y"]
     fuzz_door(door(), _ctx(), mcp_rules(), start=mcp_handshake, methods=methods)
     assert not [r for r in caplog.records if r.exc_info]
+
+
+# -- MCP 2026-07-28: a retried call (inputResponses, requestState) over streamable HTTP ---------------
+
+MODERN_HEADERS = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "ask",
+                  "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _modern_retry(key: str, state: str) -> dict[str, Any]:
+    """A good retry of ``/ask rm {}`` answering question ``key``, as a raw 2026-07-28 request."""
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "ask", "arguments": {"message": "/ask rm {}"},
+        "inputResponses": {key: {"action": "accept", "content": {"decision": "allow_once"}}},
+        "requestState": state,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "hostile", "version": "1"},
+                  "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}}}
+
+
+def _answers_of(body: str) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a response body (JSON, or SSE ``data:`` lines)."""
+    if body.lstrip().startswith("{"):
+        return [json.loads(body)]
+    return [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:") and line[5:].strip()]
+
+
+@pytest.mark.skipif(int(__import__("importlib.metadata").metadata.version("mcp").split(".")[0]) < 2,
+                    reason="the 2026-07-28 revision needs the MCP SDK 2.x")
+async def test_hostile_retries_over_http(start_http_server: Any) -> None:
+    """Each field of a retried call replaced by each hostile value (then removed): an HTTP
+    error below 500 or a JSON-RPC answer (a result or an error), never a traceback; the
+    server answers a good call afterwards."""
+    import httpx2
+    import mcp.types as types
+    from mcp.client import Client
+
+    server = start_http_server("-o", "scripted.delay=0")
+
+    async def person(context: Any, params: Any) -> Any:
+        return types.ElicitResult(action="decline")
+
+    async with Client(server.url, elicitation_callback=person) as client:
+        asking = await client.session.call_tool("ask", {"message": "/ask rm {}"}, allow_input_required=True)
+        [key] = asking.input_requests
+        cases = list(hostile.mutations(_modern_retry(key, asking.request_state), keep=("jsonrpc",)))
+        bad: list[str] = []
+        reasons: set[str] = set()  # the door's own refusals seen (data.reason)
+        async with httpx2.AsyncClient(timeout=60) as http:
+            for case in cases:
+                response = await http.post(server.url, content=case.payload, headers=MODERN_HEADERS)
+                if response.status_code >= 500:
+                    bad.append(f"{case}: HTTP {response.status_code}")
+                    continue
+                for message in _answers_of(response.text) if response.text.strip() else []:
+                    if response.status_code == 400 and set(message) == {"error", "detail"}:
+                        continue  # the HTTP transport's guard refused the body (e.g. a lone surrogate)
+                    error = message.get("error")
+                    if "result" in message:
+                        continue
+                    if not (isinstance(error, dict) and isinstance(error.get("code"), int) and error.get("message")):
+                        bad.append(f"{case}: {str(message)[:200]}")
+                    elif isinstance(error.get("data"), dict):
+                        reasons.add(str(error["data"].get("reason")))
+        assert not bad, bad[:20]
+        assert {"invalid_request_state", "missing_input_response", "invalid_answer"} <= reasons, reasons
+        after = await client.call_tool("ask", {"message": "still serving"})
+    assert after.content[0].text.startswith("You said: still serving")
+    log = server.log.read_text()
+    assert hostile.traceback_in(log) is None, log[-3000:]

@@ -1,5 +1,6 @@
-"""Independent npm clients against the MCP door: the TypeScript SDK, the MCP Inspector CLI
-and the official conformance suite (pinned in tests/door_mcp/js/package-lock.json)."""
+"""Independent npm clients against the MCP door: the TypeScript SDK, the TypeScript v2 client
+(@modelcontextprotocol/client, MCP 2026-07-28), the MCP Inspector CLI and the official
+conformance suite (pinned in tests/door_mcp/js/package-lock.json)."""
 
 from __future__ import annotations
 
@@ -258,3 +259,23 @@ def test_typescript_sdk_reads_a_threads_state(start_http_server: Any, tmp_path: 
     assert (contents["mimeType"], json.loads(contents["text"])) == ("application/json", {"n": 1})
     assert contents["_meta"] == {"onedoor/state_version": started["state_version"]}
     assert result["unknown"] == -32002
+
+
+def test_typescript_v2_client_answers_questions(sdk: Any, http_server: Any) -> None:
+    """@modelcontextprotocol/client 2.x with versionNegotiation "auto": 2026-07-28 against an
+    SDK 2.x server (the questions in the call's result, the client retrying the call), 2025-11-25
+    against 1.x (elicitation requests); its elicitation handler answers either way."""
+    if not (JS / "node_modules" / "@modelcontextprotocol" / "client").is_dir():
+        pytest.skip("npm packages missing: run `npm ci --prefix tests/door_mcp/js`")
+    out = subprocess.run(["node", str(JS / "client_v2.mjs"), http_server.url], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["version"] == ("2026-07-28" if sdk.major >= 2 else "2025-11-25")
+    assert result["approval"]["blocks"] == ["Approved (allow_once): ran rm"]
+    assert result["question"]["blocks"] == ['You answered {"answer": "green"}']
+    for answered, outcome in ((result["approval"], "allow_once"), (result["question"], "accept")):
+        assert [(a["outcome"], a["how"]) for a in answered["answers"]] == [(outcome, "person")]
+    assert [a["message"] for a in result["asked"]] == ["Allow the agent to run rm?\n\nTool: rm\nArguments: {}", "Colour?"]
+    assert result["asked"][0]["schema"]["properties"]["decision"]["enum"] == [
+        "allow_once", "allow_always", "reject_once", "reject_always"]

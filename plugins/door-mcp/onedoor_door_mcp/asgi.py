@@ -224,7 +224,9 @@ def make_app(ctx: ServeContext, options: McpOptions | None = None, door: str = "
         # token, and the names clients use are unknown here. Origin is still checked.
         hosts = ["*"]
     origins = allowed_origins(options, bind_host)
-    server, _tool = build(ctx.kernel, options, door, ctx.transport_name or "http")
+    transport = ctx.transport_name or "http"
+    token = getattr(ctx.options_for(transport), "token", "")  # requestState keys derive from it (mcp.keys)
+    server, _tool = build(ctx.kernel, options, door, transport, token=token if isinstance(token, str) else "")
     mounted = endpoint is not None  # the transport's guard checks Host and Origin for us
     manager = sdk.session_manager(
         server,

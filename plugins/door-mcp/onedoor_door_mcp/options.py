@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from onedoor.questions import AskFallback, check_policy
 
+from .keys import check_keys
+
 
 @dataclass
 class McpOptions:
@@ -19,7 +21,14 @@ class McpOptions:
                   "state, at a version); empty: no such tool (the state is still readable as a resource)"},
     )
     progress_tools: bool = field(default=True, metadata={"help": "also report the agent's tool calls as progress"})
-    stateless: bool = field(default=False, metadata={"help": "HTTP: stateless mode (no sessions; cancel cannot reach a call)"})
+    stateless: bool = field(default=False, metadata={
+        "help": "HTTP: stateless mode for 2025-11-25 clients (no sessions, so any server behind a round-robin balancer "
+        "answers; lost: elicitation (questions go to ask_fallback) and notifications/cancelled); 2026-07-28 requests "
+        "never have sessions"})
+    request_state_keys: list[str] = field(default_factory=list, metadata={
+        "help": "keys (comma-separated, each at least 32 bytes; the first seals, all unseal) sealing the requestState "
+        "of 2026-07-28 questions, the same on every server behind one balancer; unset: derived from the HTTP token, "
+        "else a key of this process only (mcp 2.x)", "secret": True})
     allowed_hosts: list[str] = field(
         default_factory=list,
         metadata={"help": "HTTP: extra Host header values accepted (e.g. myhost:8000 or myhost:*); loopback is always accepted"},
@@ -35,7 +44,7 @@ class McpOptions:
         default="deny",
         metadata={
             "help": "what the agent's questions get when the client cannot be asked (no elicitation capability, "
-            "a 2026-07-28 connection, stateless HTTP): deny (approvals rejected, questions declined), allow "
+            "stateless HTTP): deny (approvals rejected, questions declined), allow "
             "(approvals allowed once, questions declined) or fail (the call ends with an error); the result says "
             "the policy answered"
         },
@@ -47,3 +56,4 @@ class McpOptions:
         if self.state_tool and self.state_tool == self.tool_name:
             raise ValueError("state_tool must differ from tool_name")
         check_policy(self.ask_fallback)
+        self.request_state_keys = check_keys(self.request_state_keys)

@@ -13,6 +13,7 @@ from onedoor.threads import keeps_state
 from onedoor.wire.jsonrpc import INVALID_PARAMS
 
 from . import sdk
+from .keys import log_where, sealing_keys
 from .options import McpOptions
 from .state import StateResources, StateTool
 from .tool import AskTool
@@ -68,7 +69,7 @@ class Tools:
     def definitions(self) -> list[dict[str, Any]]:
         return [*self.ask.definitions(), *([self.state.definition()] if self.state is not None else [])]
 
-    async def call(self, name: str, arguments: Any, progress: Any, peer: Any = None) -> sdk.Outcome:
+    async def call(self, name: str, arguments: Any, progress: Any, peer: Any = None) -> sdk.Outcome | sdk.InputRequired:
         if self.state is not None and name == self.state.name:
             return await self.state.call(arguments if arguments is not None else {}, peer)
         if name != self.ask.name:
@@ -88,11 +89,26 @@ def observer(kernel: Kernel, door: str, transport: str) -> sdk.Observe:
     return observe
 
 
+def principal_bound(ctx: Any) -> str:
+    """The principal a ``requestState`` is bound to: the caller's (the HTTP request's, else ``local``)."""
+    return ServeContext.principal_of(getattr(getattr(ctx, "request", None), "scope", None))
+
+
+def sealing(kernel: Kernel, options: McpOptions, token: str = "") -> sdk.Sealing:
+    """How ``requestState`` is sealed (:mod:`.keys`); good for as long as a question waits."""
+    keys, where = sealing_keys(options.request_state_keys, token)
+    if sdk.MAJOR >= 2:
+        log_where(where)
+    return sdk.Sealing(keys, kernel.limits.question_ttl, principal_bound)
+
+
 def build(
-    kernel: Kernel, options: McpOptions | None = None, door: str = "mcp", transport: str = ""
+    kernel: Kernel, options: McpOptions | None = None, door: str = "mcp", transport: str = "", token: str = "",
 ) -> tuple[Any, AskTool]:
     """A fresh low-level MCP server (one per channel session or HTTP app) and its ``ask`` tool.
-    ``transport`` names the transport for observers (``stdio``, ``http``, ``slim``…)."""
+    ``transport`` names the transport for observers (``stdio``, ``http``, ``slim``…); ``token``
+    (the HTTP transport's shared token) is what ``requestState`` keys derive from when the
+    door's ``request_state_keys`` are unset."""
     options = options or McpOptions()
     tool = AskTool(
         kernel,
@@ -113,5 +129,6 @@ def build(
     server = sdk.build_server(
         options.server_name, door_version(), instructions(kernel, options), tools.definitions, tools.call, set_level,
         with_peer=True, resources=resources, observe=observer(kernel, door, transport),
+        sealing=sealing(kernel, options, token),
     )
     return server, tool

@@ -15,8 +15,10 @@ kernel with the run, for observers.
 
 The agent's questions (tool approvals, free-form questions) go to the client as
 elicitation within the call when it declared the capability (:mod:`.elicit`); the run
-waits meanwhile, so no progress goes out until the answer came. Otherwise the door's
-``ask_fallback`` policy answers them. The result lists every answer and says in words
+waits meanwhile, so no progress goes out until the answer came. On a 2026-07-28
+request, where the server cannot send the client a request, they go out in the call's
+result instead (``input_required``) and come back in a retried call (:mod:`.rounds`).
+Otherwise the door's ``ask_fallback`` policy answers them. The result lists every answer and says in words
 which ones no person gave (:mod:`.answers`).
 
 A call may run on a stored thread (``thread`` / ``new_thread``, :mod:`.threads`), owned
@@ -27,44 +29,24 @@ history from the thread and appends the call's turn; the result names the thread
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from onedoor import (
-    STOP_CANCELLED,
-    Asker,
-    Kernel,
-    Part,
-    PolicyAsker,
-    QuestionAnswered,
-    QuestionAsked,
-    ReplyPart,
-    RunFailed,
-    RunFinished,
-    RunRefused,
-    ServeContext,
-    TextDelta,
-    ToolFinished,
-    ToolStarted,
-    trace_meta,
-)
+from onedoor import Asker, Kernel, Part, PolicyAsker, RunRefused, ServeContext, trace_meta
 from onedoor.run.admission import check_content
 from onedoor.threads import keeps_state
-from onedoor.usage import usage_to_json
 from onedoor.wire.jsonrpc import INVALID_PARAMS
 
 from .answers import AnswerLog
 from .attachments import to_parts
-from .blocks import block_of
 from .elicit import live_asker
+from .reading import Reading
+from .rounds import Rounds, refusal
 from .schema import ROLES, input_schema, output_schema
-from .sdk import Outcome, Peer, Progress, ProtocolError, current_session
+from .sdk import InputRequired, Outcome, Peer, Progress, ProtocolError, current_session
 from .threads import check_thread_arguments, discard_unused, open_thread, thread_note
 
 ARGUMENTS = {"message", "attachments", "history", "thread", "new_thread"}
-META_KIND = "onedoor/event"  # key in a progress notification's _meta: text, part, tool_started, tool_finished
-USAGE_META = "onedoor/usage"  # key in a result's _meta: the run's token usage
 REFUSED_META = "onedoor/refused"  # key in a refused call's _meta: the kernel's reason
 
 
@@ -77,11 +59,6 @@ class AskRequest:
     thread: str | None = None  # continue this stored thread
     new_thread: bool = False  # start a stored thread
     attachments: list[dict[str, Any]] = field(default_factory=list)  # onedoor part dicts, after the message's text
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def refused(exc: RunRefused) -> Outcome:
@@ -105,6 +82,7 @@ class AskTool:
         self.progress_tools = progress_tools
         self.ask_fallback = ask_fallback
         self.active: set[Any] = set()  # runs in progress
+        self.rounds = Rounds(kernel, door=door, progress_tools=progress_tools, fallback=ask_fallback)
         self.closing = False
 
     def cancel_all(self) -> None:
@@ -175,7 +153,9 @@ class AskTool:
             return live_asker(peer), AnswerLog(None, self.ask_fallback)
         return PolicyAsker(self.ask_fallback), AnswerLog(cannot_ask, self.ask_fallback)
 
-    async def call(self, name: str, arguments: Any, progress: Progress | None, peer: Peer | None = None) -> Outcome:
+    async def call(
+        self, name: str, arguments: Any, progress: Progress | None, peer: Peer | None = None,
+    ) -> Outcome | InputRequired:
         if name != self.name:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}; this server offers {self.name!r}")
         try:
@@ -185,6 +165,10 @@ class AskTool:
         if self.closing:
             return Outcome("The session is closing; the call was not run.", is_error=True)
         principal = ServeContext.principal_of(peer.scope if peer is not None else None)
+        if peer is not None and peer.retry is not None:  # the answers to a run's questions (2026-07-28)
+            if not peer.rounds:
+                raise refusal("not_a_retry", "inputResponses and requestState are for MCP 2026-07-28 requests")
+            return await self.rounds.retry(peer.retry, principal, progress, peer, self._finish)
         try:
             message = self.message_of(request)
         except RunRefused as exc:
@@ -195,7 +179,8 @@ class AskTool:
                 thread = await open_thread(self.kernel.threads, principal, request.thread, request.new_thread)
             except ValueError as exc:
                 return Outcome(f"Cannot use the thread: {exc}", is_error=True)
-        asker, answers = self._asking(peer)
+        by_rounds = peer is not None and peer.rounds and peer.can_elicit
+        asker, answers = (self.rounds.asker, self.rounds.answer_log()) if by_rounds else self._asking(peer)
         try:
             run = self.kernel.run(
                 message, history=None if thread is not None else request.history, thread=thread,
@@ -205,11 +190,24 @@ class AskTool:
             if thread is not None and request.new_thread:
                 await discard_unused(self.kernel.threads, principal, thread)
             return refused(exc)
+        thread_id = thread.id if thread is not None else None
+        if by_rounds:  # (a run parked for answers is no longer the session's: a retry may come on another)
+            self.active.add(run)
+            try:
+                return await self.rounds.first(run, progress, answers, thread_id, peer, self._finish)
+            finally:
+                self.active.discard(run)
+        return await self._read(run, progress, answers, thread_id, peer)
+
+    async def _read(
+        self, run: Any, progress: Progress | None, answers: AnswerLog, thread_id: str | None, peer: Peer | None,
+    ) -> Outcome:
+        """Read ``run`` to its end (its questions asked by elicitation or answered by policy)."""
         self.active.add(run)
         session = current_session()
         if session is not None:
             session.add(run.cancel)
-        consumer = asyncio.ensure_future(self._consume(run, progress, answers, thread.id if thread is not None else None))
+        consumer = asyncio.ensure_future(self._consume(run, progress, answers, thread_id))
         gone = peer.gone if peer is not None else None
         watcher = asyncio.ensure_future(_cancel_when(gone, run)) if gone is not None else None
 
@@ -231,12 +229,16 @@ class AskTool:
             raise
 
     async def _consume(self, run: Any, progress: Progress | None, answers: AnswerLog, thread_id: str | None) -> Outcome:
-        outcome = await self._events(run, progress, answers)
+        return self._finish(await self._events(run, progress, answers), run, answers, thread_id)
+
+    def _finish(self, outcome: Outcome, run: Any, answers: AnswerLog, thread_id: str | None) -> Outcome:
+        """The outcome with what every result says: the thread, its state (``run``: the stream
+        read last, None when another server ran it), who answered the agent's questions."""
         if thread_id is not None:  # the thread is named on every outcome, so the caller can go on
             outcome.notes = (*outcome.notes, thread_note(thread_id))
             if outcome.structured is not None:
                 outcome.structured["thread"] = thread_id
-        if outcome.structured is not None:
+        if outcome.structured is not None and run is not None:
             outcome.structured.update(self._state_of(run, thread_id is not None))
         if answers.answers:  # who answered the agent's questions, on every outcome
             note = answers.note()
@@ -257,64 +259,13 @@ class AskTool:
         return {"state": run.state} if run.state is not None else {}
 
     async def _events(self, run: Any, progress: Progress | None, answers: AnswerLog) -> Outcome:
-        sending = progress is not None
-        parts: list[Part] = []  # the reply's and the tools' parts, in the order they came
+        reading = Reading(run.run_id, progress, answers, self.progress_tools)
         async with run:
             async for event in run:
-                kind = type(event)
-                if kind is TextDelta:
-                    if sending and event.text:
-                        sending = await self._send(run, progress, event.text, {META_KIND: "text"})
-                elif kind is ReplyPart:
-                    parts.append(event.part)
-                    if sending:
-                        sending = await self._send(run, progress, event.part.describe() + "\n", {META_KIND: "part"})
-                elif kind is ToolStarted:
-                    if sending and self.progress_tools:
-                        sending = await self._send(
-                            run, progress, f"[tool {event.name} {_short(event.arguments)}]\n",
-                            {META_KIND: "tool_started", "call_id": event.call_id, "name": event.name},
-                        )
-                elif kind is ToolFinished:
-                    parts.extend(event.parts)
-                    if sending and self.progress_tools:
-                        mark = "failed" if event.is_error else "->"
-                        sending = await self._send(
-                            run, progress, f"[tool {event.name} {mark} {_short(event.result)}]\n",
-                            {META_KIND: "tool_finished", "call_id": event.call_id, "name": event.name, "is_error": event.is_error},
-                        )
-                elif kind is QuestionAsked:
-                    answers.asked(event.question)
-                elif kind is QuestionAnswered:
-                    answers.answered(event.answer)
-                elif kind is RunFinished or kind is RunFailed:
-                    return _ending(event, tuple(block_of(p, run.run_id, i) for i, p in enumerate(parts)))
+                outcome = await reading.take(event, cancelled=run.cancelled)
+                if outcome is not None:
+                    return outcome
         return Outcome("The agent run ended without a result.", is_error=True)
-
-    @staticmethod
-    async def _send(run: Any, progress: Any, message: str, meta: dict[str, Any]) -> bool:
-        if run.cancelled:
-            return False
-        try:
-            await progress.send(message, meta)
-            return True
-        except Exception:  # noqa: BLE001 - the client's stream is gone: finish the run quietly
-            return False
-
-
-def _ending(event: RunFinished | RunFailed, blocks: tuple[dict[str, Any], ...]) -> Outcome:
-    """The outcome of a run's terminal event; its usage in ``_meta`` (and the structured
-    content of a reply), its parts as blocks after the text."""
-    usage = usage_to_json(event.usage)
-    meta = {USAGE_META: usage} if usage else None
-    if isinstance(event, RunFailed):
-        return Outcome(f"The agent run failed: {event.error}", is_error=True, blocks=blocks, meta=meta)
-    if event.stop_reason == STOP_CANCELLED:
-        return Outcome(f"The run was cancelled. Partial reply: {event.text}", is_error=True, blocks=blocks, meta=meta)
-    structured: dict[str, Any] = {"reply": event.text}
-    if usage:
-        structured["usage"] = usage
-    return Outcome(event.text, structured=structured, blocks=blocks, meta=meta)
 
 
 async def _cancel_when(gone: Any, run: Any) -> None:

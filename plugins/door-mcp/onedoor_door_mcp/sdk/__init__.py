@@ -13,7 +13,9 @@ part and says what differs between the SDKs there:
   results built from their wire form;
 - ``_progress``: :class:`Progress`, tied to its request (1.x drops a falsy request id);
 - ``_peer``: the client of a request (:class:`Peer`: its request's ``_meta``, its
-  capabilities, ``elicitation/create``);
+  capabilities, ``elicitation/create``, the revision: asked in the result on 2026-07-28);
+- ``_rounds``: multi-round-trip requests (2.x): what a retried call carries back
+  (:class:`InputRound`), and :class:`Sealing` of ``requestState`` by the SDK's boundary;
 - ``_sessions``: the end of a session cancels its runs (:class:`SessionScope`; 2.x does
   it itself, 1.x lets handlers run on);
 - ``_server``: :func:`build_server` (``request_handlers`` on 1.x, ``on_*`` handlers on 2.x):
@@ -41,15 +43,16 @@ from ._messages import (
 )
 from ._peer import CLIENT_GONE, Peer, request_meta
 from ._progress import Progress
-from ._results import Outcome, ProtocolError
+from ._results import InputRequired, Outcome, ProtocolError
+from ._rounds import NOT_ELICITATION, InputRound, Sealing
 from ._server import CallTool, ListTools, Observe, Resources, SetLevel, build_server, run_server
 from ._sessions import SessionScope, current_session
 from ._streamable_http import is_session_end, quiet_session_end, session_manager
 from ._version import MAJOR, SDK_VERSION, log
 
 __all__ = [
-    "CLIENT_GONE", "MAJOR", "SDK_VERSION", "CallTool", "ListTools", "Observe", "Outcome", "Peer", "Progress",
-    "ProtocolError", "Resources", "SessionScope", "SetLevel", "build_server", "client_codec", "current_session",
+    "CLIENT_GONE", "MAJOR", "NOT_ELICITATION", "SDK_VERSION", "CallTool", "InputRequired", "InputRound", "ListTools",
+    "Observe", "Outcome", "Peer", "Progress", "ProtocolError", "Resources", "Sealing", "SessionScope", "SetLevel", "build_server", "client_codec", "current_session",
     "dump_message", "is_session_end", "is_unknown_method", "log", "message_dict", "params_problem", "parse_message",
     "quiet_session_end", "read_timeout", "request_id_of", "request_meta", "response_id_of", "run_server",
     "session_manager",

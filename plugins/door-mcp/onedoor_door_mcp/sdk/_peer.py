@@ -5,7 +5,9 @@ A request's ``_meta`` is a model with extra fields on 1.x and a dict on 2.x
 (:func:`request_meta` makes both a plain dict).
 
 The client's capabilities are ``client_params`` on 1.x and ``client_capabilities`` on
-2.x, where a 2026-07-28 connection has no back-channel for server requests.
+2.x, where a 2026-07-28 connection has no back-channel for server requests: its client
+is asked in the call's result instead (``input_required``, multi-round-trip; ``rounds``
+says so, and ``retry`` holds what a retried call carries back, :mod:`._rounds`).
 ``elicitation/create`` is tied to the tool call's request (a ``ServerRequest`` wrapper on
 1.x, snake_case fields on 2.x); on 1.x the session's pending requests are iterated over a
 snapshot when it ends (:class:`_PendingRequests`).
@@ -18,6 +20,7 @@ from typing import Any
 import mcp.types as types
 from mcp.shared.message import ServerMessageMetadata
 
+from ._rounds import InputRound
 from ._version import MAJOR
 
 CLIENT_GONE = "onedoor.mcp.client_gone"  # ASGI scope key: an anyio.Event set on http.disconnect
@@ -36,6 +39,18 @@ class Peer:
         self.request_id = request_id
         self.request = request  # the HTTP request that carried the call (Starlette), if any
         self.meta = meta or {}  # the request's ``_meta`` as a plain dict (e.g. W3C ``traceparent``)
+        self.retry: InputRound | None = None  # a retried call (2026-07-28): its input responses and state
+
+    @property
+    def protocol_version(self) -> str:
+        """The MCP revision of this request ("" when the SDK does not say, 1.x)."""
+        return str(getattr(self.session, "protocol_version", "") or "") if MAJOR >= 2 else ""
+
+    @property
+    def rounds(self) -> bool:
+        """This request's revision has no server-to-client requests: the client is asked in the
+        call's result (``input_required``) and answers in a retried call (2026-07-28 on)."""
+        return MAJOR >= 2 and self.protocol_version in _modern_versions()
 
     @property
     def scope(self) -> Any:
@@ -58,7 +73,8 @@ class Peer:
 
     @property
     def can_elicit(self) -> bool:
-        """The client declared form-mode elicitation and this connection can carry a server request."""
+        """The client declared form-mode elicitation, and it can be asked on this connection (a
+        request from the server, or, see :attr:`rounds`, an input request in the result)."""
         return self.why_not_asked is None
 
     @property
@@ -73,10 +89,7 @@ class Peer:
         # ``elicitation: {}`` (before 2025-11-25) means form mode; ``{url: {}}`` alone does not.
         if getattr(elicitation, "form", None) is None and getattr(elicitation, "url", None) is not None:
             return "the client declared URL-mode elicitation only, and the questions are forms"
-        if MAJOR >= 2:
-            version = getattr(self.session, "protocol_version", "")
-            if version in _modern_versions():  # no server-initiated requests (multi-round-trip instead)
-                return f"the connection speaks MCP {version}, where the server cannot send the client a request"
+        if MAJOR >= 2 and not self.rounds:
             if not getattr(self.session, "can_send_request", True):
                 return "the connection cannot carry a request from the server to the client"
         return None

@@ -32,20 +32,32 @@ class Outcome:
     meta: dict[str, Any] | None = None
 
 
-class ProtocolError(Exception):
-    """A JSON-RPC error answer (unknown tool and the like)."""
+@dataclass
+class InputRequired:
+    """What a tool call returns when the run asks (MCP 2026-07-28, multi-round-trip): the
+    questions as form-mode elicitations, ``requests`` (key -> ``(message, requestedSchema,
+    _meta)``), and the ``state`` the client echoes with its answers (plaintext here: the
+    server seals it on the way out and unseals it on the way back)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    requests: dict[str, tuple[str, dict[str, Any], dict[str, Any]]]
+    state: str
+
+
+class ProtocolError(Exception):
+    """A JSON-RPC error answer (unknown tool and the like); ``data`` goes in the error's ``data``."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.data = data
 
 
 def sdk_error(exc: ProtocolError) -> Exception:
     """``exc`` as the exception the SDK answers with a JSON-RPC error."""
     if MAJOR >= 2:
-        return SdkError(code=exc.code, message=exc.message)
-    return SdkError(types.ErrorData(code=exc.code, message=exc.message))
+        return SdkError(code=exc.code, message=exc.message, data=exc.data)
+    return SdkError(types.ErrorData(code=exc.code, message=exc.message, data=exc.data))
 
 
 def tool_model(spec: dict[str, Any]) -> Any:
@@ -60,12 +72,15 @@ def tool_model(spec: dict[str, Any]) -> Any:
     )
 
 
-def call_result(outcome: Outcome) -> Any:
-    """An :class:`Outcome` as the SDK's ``CallToolResult``: the text, the blocks, the notes.
+def call_result(outcome: Outcome | InputRequired) -> Any:
+    """An :class:`Outcome` as the SDK's ``CallToolResult``: the text, the blocks, the notes
+    (an :class:`InputRequired` as its ``InputRequiredResult``, 2.x).
 
     A block this SDK refuses (e.g. a URI it cannot parse) goes out as a text block that
     names it, so the rest of the result still reaches the client.
     """
+    if isinstance(outcome, InputRequired):
+        return input_required_result(outcome)
     wire: dict[str, Any] = {"content": [], "isError": outcome.is_error}
     if outcome.structured is not None:
         wire["structuredContent"] = outcome.structured
@@ -92,9 +107,19 @@ def _checked(block: dict[str, Any]) -> dict[str, Any]:
     return block
 
 
+def input_required_result(asking: InputRequired) -> Any:
+    """The SDK's ``InputRequiredResult`` (2.x): one ``elicitation/create`` (form mode) per request."""
+    requests = {
+        key: types.ElicitRequest(params=types.ElicitRequestFormParams(  # type: ignore[call-arg]
+            message=message, requested_schema=schema, _meta=meta))
+        for key, (message, schema, meta) in asking.requests.items()
+    }
+    return types.InputRequiredResult(input_requests=requests, request_state=asking.state)  # type: ignore[attr-defined]
+
+
 def model(cls: Any, wire: dict[str, Any]) -> Any:
     """The SDK's ``cls`` from its wire form (camelCase keys, ``_meta``)."""
     return cls.model_validate(wire)
 
 
-__all__ = ["Outcome", "ProtocolError", "call_result", "model", "sdk_error", "tool_model"]
+__all__ = ["InputRequired", "Outcome", "ProtocolError", "call_result", "model", "sdk_error", "tool_model"]

@@ -23,12 +23,13 @@ from onedoor.wire import jsonrpc
 
 from ._peer import Peer, request_meta
 from ._progress import Progress, progress_token
-from ._results import Outcome, ProtocolError, call_result, model, sdk_error, tool_model
+from ._results import InputRequired, Outcome, ProtocolError, call_result, model, sdk_error, tool_model
+from ._rounds import Sealing, input_round, seal_request_state
 from ._sessions import watch_sessions
 from ._version import LOGGER, MAJOR
 
 ListTools = Callable[[], list[dict[str, Any]]]
-CallTool = Callable[..., Awaitable[Outcome]]  # (name, arguments, progress[, peer=Peer])
+CallTool = Callable[..., Awaitable[Outcome | InputRequired]]  # (name, arguments, progress[, peer=Peer])
 SetLevel = Callable[[str], None]
 Observe = Callable[[str, Peer], AbstractAsyncContextManager[Any]]  # (method, peer): around each request
 log = logging.getLogger(LOGGER)
@@ -61,11 +62,15 @@ class _Handlers:
     resources: Resources | None = None
     observe: Observe | None = None
 
-    async def serve(self, method: str, ctx: Any, answer: Callable[[Peer], Awaitable[Any]], what: str = "") -> Any:
+    async def serve(
+        self, method: str, ctx: Any, answer: Callable[[Peer], Awaitable[Any]], what: str = "", params: Any = None,
+    ) -> Any:
         """``answer(peer)`` for the request whose context is ``ctx``, observed; a ProtocolError as
         the SDK's error; anything unexpected as an internal error logged in one line (the SDKs
-        would log it with a traceback) naming ``what`` failed (default: the method)."""
+        would log it with a traceback) naming ``what`` failed (default: the method). ``params``:
+        the request's, when it may be a retried call (2026-07-28)."""
         peer = Peer(ctx.session, ctx.request_id, getattr(ctx, "request", None), request_meta(ctx.meta))
+        peer.retry = input_round(params) if params is not None else None
         if self.observe is None:
             return await self._answered(what or method, peer, answer)
         async with self.observe(method, peer):
@@ -88,7 +93,7 @@ class _Handlers:
 
         return await self.serve("tools/list", ctx, answer)
 
-    async def call(self, ctx: Any, name: str, arguments: Any) -> Any:
+    async def call(self, ctx: Any, name: str, arguments: Any, params: Any = None) -> Any:
         async def answer(peer: Peer) -> Any:
             token = progress_token(ctx.meta)
             progress = Progress(ctx.session, token, ctx.request_id) if token is not None else None
@@ -96,7 +101,7 @@ class _Handlers:
                 return call_result(await self.call_tool(name, arguments, progress, peer=peer))
             return call_result(await self.call_tool(name, arguments, progress))
 
-        return await self.serve("tools/call", ctx, answer, f"tools/call {name!r}")
+        return await self.serve("tools/call", ctx, answer, f"tools/call {name!r}", params)
 
     async def level(self, ctx: Any, level: str) -> Any:
         async def answer(peer: Peer) -> Any:
@@ -137,6 +142,7 @@ class _Handlers:
 def build_server(
     name: str, version: str, instructions: str, list_tools: ListTools, call_tool: CallTool, set_level: SetLevel,
     *, with_peer: bool = False, resources: Resources | None = None, observe: Observe | None = None,
+    sealing: Sealing | None = None,
 ) -> Any:
     """A low-level MCP server with tools/list, tools/call and logging/setLevel.
 
@@ -144,10 +150,15 @@ def build_server(
     :class:`Peer`: the request's ``_meta``, asking the client). With ``resources`` the
     server also answers resources/list, resources/templates/list and resources/read.
     ``observe(method, peer)`` is an async context manager each request is served in.
+    ``sealing``: how a 2.x server seals the ``requestState`` of its ``input_required``
+    results (:mod:`._rounds`; 1.x has no such results).
     """
     handlers = _Handlers(list_tools, call_tool, set_level, with_peer, resources, observe)
     if MAJOR >= 2:
-        return _build_server_2(name, version, instructions, handlers)
+        server = _build_server_2(name, version, instructions, handlers)
+        if sealing is not None:
+            seal_request_state(server, sealing, audience=name)
+        return server
     return _build_server_1(name, version, instructions, handlers)
 
 
@@ -191,7 +202,7 @@ def _build_server_2(name: str, version: str, instructions: str, handlers: _Handl
         return await handlers.tools(ctx)
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
-        return await handlers.call(ctx, params.name, params.arguments)
+        return await handlers.call(ctx, params.name, params.arguments, params)
 
     async def on_set_level(ctx: Any, params: Any) -> Any:
         return await handlers.level(ctx, str(params.level))
