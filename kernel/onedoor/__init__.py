@@ -58,7 +58,8 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(["CancelToken", "RunContext", "ToolSpec", "collect_text"], "onedoor.port"),
     **dict.fromkeys(
-        ["Cursor", "CursorError", "CursorExpired", "RunJournal", "parse_cursor", "read_cursor"], "onedoor.journal"
+        ["Cursor", "CursorError", "CursorExpired", "RemoteAnswer", "RunJournal", "parse_cursor", "read_cursor"],
+        "onedoor.journal",
     ),
     **dict.fromkeys(
         ["StoreUnavailable", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore", "ThreadSummary"],
@@ -86,7 +87,7 @@ __all__ = [  # every name of _EXPORTS (a test checks they agree)
     "OptionsError", "parse_content", "parse_cursor", "Part", "PluginError", "POLICIES", "PolicyAsker",
     "principal_of", "Question", "QuestionAnswered", "QuestionAsked", "QuestionError", "read_cursor",
     "ReasoningDelta", "ReplyPart", "RequestInfo", "RpcDoor", "RunContext", "RunFailed", "RunFinished", "RunInfo",
-    "RunJournal", "RunRefused", "RunStarted", "RunStream", "ServeContext", "StateDelta", "StateSnapshot",
+    "RemoteAnswer", "RunJournal", "RunRefused", "RunStarted", "RunStream", "ServeContext", "StateDelta", "StateSnapshot",
     "STOP_CANCELLED", "STOP_END_TURN", "STOP_MAX_TURNS", "STOP_PENDING_TOOLS", "STOP_SUSPENDED", "StoreUnavailable",
     "SuspendAsker", "TextDelta", "text_of", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore",
     "ThreadSummary", "ToolCall", "ToolFinished", "ToolSpec", "ToolStarted", "trace_meta", "Transport",
@@ -150,7 +151,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
         event_to_json,
     )
     from .hookspecs import hookimpl
-    from .journal import Cursor, CursorError, CursorExpired, RunJournal, parse_cursor, read_cursor
+    from .journal import Cursor, CursorError, CursorExpired, RemoteAnswer, RunJournal, parse_cursor, read_cursor
     from .kernel import Kernel
     from .limits import Limits
     from .messages import Message, ToolCall

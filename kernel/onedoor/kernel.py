@@ -25,12 +25,14 @@ thread calls doors make).
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
 from .errors import RunRefused
 from .events import RunFailed, RunFinished, RunStarted  # noqa: F401 - re-exported (older imports)
-from .journal import Journals, shared_store
+from .journal import Journals, RemoteAnswer, shared_store
+from .journal.answers import answer_elsewhere, answer_store, read_answers
 from .limits import Limits
 from .observe import notify
 from .port import ToolSpec
@@ -39,6 +41,8 @@ from .questions import Answer, Asker, Question, QuestionError, from_approver
 from .run import INTERRUPTED_REPLY, Backend, RunInfo, RunRegistry, RunStream, check_content, check_run_id
 from .threads import Thread, ThreadDesk, ThreadStore
 from .threads.leases import turn_leases
+
+log = logging.getLogger("onedoor.kernel")
 
 Approver = Callable[[str, str, Any], Any]  # the older form of a live asker: async (call_id, name, arguments) -> bool
 
@@ -105,6 +109,7 @@ class Kernel:
         """Runs driven by the kernel and journaled, for resumable streams (:mod:`onedoor.journal`)."""
         if self._journals is None:
             self._journals = Journals(self.limits, self.store)
+            self._journals.parked_hooks = (self._take_answers, self._cancel_parked)
         return self._journals
 
     @property
@@ -299,6 +304,51 @@ class Kernel:
         except ValueError as exc:
             raise QuestionError("invalid", str(exc)) from None
         return self._runs.resume(parsed, principal, door, run_id)
+
+    async def answer(
+        self, answers: Iterable[Answer | dict], *, principal: str = LOCAL, door: str = "", run_id: str
+    ) -> RunStream | RemoteAnswer:
+        """Answer a parked run's questions wherever it is parked.
+
+        A run parked here: what :meth:`resume` returns (a new stream that continues it). A run
+        parked on another server sharing the store (its journal in the store ends suspended):
+        the answers are checked against its journal as :meth:`resume` checks them, left in
+        the store for its server, and, once that server has taken them, a
+        :class:`~onedoor.journal.RemoteAnswer`: ``journal.follow(after)`` is the
+        continuation, the same events a reader on that server gets
+        (:mod:`onedoor.journal.answers`). QuestionError with :meth:`resume`'s reasons when
+        the answers are refused (``answered`` for the loser of two answering at once,
+        ``expired`` when the run ended meanwhile or its server stopped).
+        """
+        try:
+            parsed = [a if isinstance(a, Answer) else Answer.from_dict(a) for a in answers]
+        except ValueError as exc:
+            raise QuestionError("invalid", str(exc)) from None
+        store = answer_store(self.store)
+        if store is None or self._runs.find(run_id, principal) is not None or self._local_question(parsed, principal):
+            return self._runs.resume(parsed, principal, door, run_id)
+        return await answer_elsewhere(store, run_id, principal, parsed, door)
+
+    def _local_question(self, answers: list[Answer], principal: str) -> bool:
+        """Whether this server knows (or recently closed) a question these answers name."""
+        return any(self._runs.lot.status(a.question_id, principal) != "unknown" for a in answers)
+
+    # -- for the journals --------------------------------------------------------------------
+    def _take_answers(self, run_id: str, principal: str, text: str) -> None:
+        """Answers another server left for a run parked here: resumed as a local answer is,
+        into its journal."""
+        try:
+            answers, door = read_answers(text)
+            stream = self._runs.resume(answers, principal, door, run_id)
+        except (QuestionError, ValueError, KeyError, TypeError) as exc:
+            log.info("run %s: answers from another server not taken (%s)", run_id, exc)
+            return
+        self.journals.start(stream, on_disconnect="finish")
+
+    def _cancel_parked(self, run_id: str, principal: str) -> None:
+        stream = self._runs.find(run_id, principal)
+        if stream is not None:
+            stream.cancel()
 
     # -- for the registry ------------------------------------------------------------------
     async def _live_elsewhere(self, thread_id: str, besides: str, owner: str = "") -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from onedoor.testing.store_conformance import (
     CHECKS,
+    JOURNAL_CHECKS,
     LEASE_CHECKS,
     SHARED_CHECKS,
     STATE_CHECKS,
@@ -43,3 +44,8 @@ async def test_the_suite_catches_a_store_that_lets_another_owner_in(tmp_path):
 
     with pytest.raises(AssertionError, match="another owner's get must be None"):
         await check_another_owners_thread_looks_unknown(leaky)
+
+
+@pytest.mark.parametrize("check", JOURNAL_CHECKS, ids=lambda check: check.__name__)
+async def test_sqlite_shared_journals_take_answers(check, tmp_path):
+    await check(lambda max_thread_chars: SQLiteThreadStore(tmp_path / "threads.db", shared_journal=True))

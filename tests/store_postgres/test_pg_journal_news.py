@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from onedoor.builtins.scripted import ScriptedOptions, scripted
 from onedoor.events import STOP_CANCELLED, RunFinished, TextDelta
-from onedoor.journal import shared
+from onedoor.journal import news, shared
 from onedoor.kernel import Backend, Kernel
 from onedoor_store_postgres import PostgresThreadStore, notify
 from onedoor_test_support import await_for
@@ -39,7 +39,7 @@ async def read(journal, after=0) -> list[tuple[int, object]]:
 
 async def test_a_reader_on_another_server_is_told_of_every_event(two_servers, monkeypatch):
     a, b = two_servers
-    monkeypatch.setattr(shared, "NEWS_POLL", HOUR)  # while news is heard, only news wakes a reader
+    monkeypatch.setattr(news, "NEWS_POLL", HOUR)  # while news is heard, only news wakes a reader
     journal = a.journals.start(a.run("/long 40", principal="alice"), on_disconnect="finish")
     await await_for(lambda: journal.last_seq >= 2, "the run to be going")
     remote = await b.journals.find(journal.run_id, "alice")
@@ -63,7 +63,7 @@ async def test_a_cancel_through_another_server_reaches_a_silent_run_at_once(two_
 
 async def test_readers_poll_while_the_notifications_are_lost_and_hear_again_after(two_servers, postgres, monkeypatch):
     a, b = two_servers
-    monkeypatch.setattr(shared, "NEWS_POLL", HOUR)  # a reader that kept trusting the news would wait an hour
+    monkeypatch.setattr(news, "NEWS_POLL", HOUR)  # a reader that kept trusting the news would wait an hour
     refused = asyncio.Event()
     real_connect = notify.connect
 

@@ -26,12 +26,15 @@ Journals are per principal: another principal's run is unknown.
 
 With a store that shares journals (:mod:`onedoor.journal.shared`; PostgreSQL), events
 are written to the store before readers get them, and a reader can reattach through
-any server sharing the store (``await kernel.journals.find(run_id, principal)``).
+any server sharing the store (``await kernel.journals.find(run_id, principal)``), and a
+run parked there can be answered through any server (``await kernel.answer(...)``, which
+returns a :class:`RemoteAnswer` for a run parked elsewhere: :mod:`onedoor.journal.answers`).
 
 Cursors are ``"<run_id>:<epoch>:<seq>"`` (:mod:`onedoor.journal.cursors`); every door
 reads them with :func:`read_cursor`.
 """
 
+from .answers import RemoteAnswer
 from .cursors import (
     CURSOR_PATTERN,
     RUN_ID,
@@ -59,6 +62,6 @@ from .shared import (
 
 __all__ = [
     "CURSOR_PATTERN", "LEASE_RENEW", "LEASE_TTL", "ON_DISCONNECT", "RUN_ID", "RUN_ID_PATTERN", "SERVER_ID", "STOPPED",
-    "Cursor", "CursorError", "CursorExpired", "JournalPage", "JournalWriter", "Journaled", "Journals", "OnDisconnect", "RemoteJournal",
+    "Cursor", "CursorError", "CursorExpired", "JournalPage", "JournalWriter", "Journaled", "Journals", "OnDisconnect", "RemoteAnswer", "RemoteJournal",
     "RunJournal", "SharedJournalStore", "StoreOutage", "parse_cursor", "read_cursor", "shared_store",
 ]

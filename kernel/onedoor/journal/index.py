@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 from ..limits import Limits
+from .answers import answer_store, keep_parked
 from .local import ON_DISCONNECT, Journaled, RunJournal
 from .notes import read_notes, run_named, runs_on
 from .shared import LEASE_TTL, JournalWriter, RemoteJournal, fit_store, shared_store
@@ -24,6 +25,8 @@ class Journals:
         self._ended: OrderedDict[str, RunJournal] = OrderedDict()  # ended journals, oldest first
         self._ended_events = 0
         self._names: dict[str, RunJournal] = {}  # other names of runs (Journals.name)
+        # the kernel's (take answers left by another server, cancel a parked run): see .answers
+        self.parked_hooks: tuple[Callable[[str, str, str], None], Callable[[str, str], None]] | None = None
 
     def __len__(self) -> int:
         return len(self._journals)
@@ -58,6 +61,9 @@ class Journals:
             limits = self.limits
             journal.writer = JournalWriter(store, journal, limits.journal_retention, limits.question_ttl + LEASE_TTL)
             journal._durable_seq = journal.last_seq
+            hooks = self.parked_hooks
+            if hooks is not None and answer_store(store) is not None:
+                journal.writer.while_parked = lambda writer: keep_parked(writer, *hooks)
             journal.writer.start()
         task = asyncio.get_running_loop().create_task(self._drive(journal, stream), name=f"onedoor-journal-{stream.run_id}")
         self._tasks.add(task)

@@ -45,11 +45,12 @@ import os
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, Sequence, runtime_checkable
 
 from ..errors import OnedoorError
 from ..events import STOP_SUSPENDED, Event, RunFailed, RunFinished, event_from_json, event_to_json
 from .cursors import CursorExpired
+from .news import NEWS_POLL, _News, watch  # noqa: F401 - NEWS_POLL: read here by older code
 from .notes import share_notes
 
 log = logging.getLogger("onedoor.journal")
@@ -118,19 +119,6 @@ def shared_store(store: Any) -> SharedJournalStore | None:
     return None
 
 
-def watch(store: Any, run_id: str, kind: str, callback: Callable[[], None]) -> Callable[[], None] | None:
-    """Watch the store's news of a run (see the module docstring); None: it has none."""
-    method = getattr(store, "journal_watch", None)
-    if method is None:
-        return None
-    try:
-        stop: Callable[[], None] = method(run_id, kind, callback)
-    except Exception as exc:  # noqa: BLE001 - news is a shortcut: polling still works without it
-        log.debug("run %s: no news of its journal (%s)", run_id, exc)
-        return None
-    return stop
-
-
 _pruned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()  # store -> when it was last pruned
 
 
@@ -147,49 +135,6 @@ def _prune_due(store: Any, retention: float) -> bool:
     return True
 
 
-NEWS_POLL = 1.0  # seconds between a reader's polls while the store's news is live
-
-
-class _News:
-    """What the store pushes about one run, for a reader to wait on (a timeout: its poll)."""
-
-    def __init__(self, store: Any, run_id: str, kind: str) -> None:
-        self.fresh = False  # news came since the last wait
-        self._waiter: asyncio.Future[None] | None = None
-        self._live = getattr(store, "journal_news_live", None)
-        self._stop = watch(store, run_id, kind, self._heard)
-
-    @property
-    def live(self) -> bool:
-        """Every news of the run will be heard (watching since before the reader's last read)."""
-        return self._stop is not None and self._live is not None and bool(self._live())
-
-    def _heard(self) -> None:
-        self.fresh = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self, timeout: float, *, poll: bool = True) -> None:
-        """Until news comes (at once if some came since the last wait) or ``timeout`` passes
-        (``poll``: the timeout of a poll, which is longer while news is live)."""
-        if self._stop is None:
-            await asyncio.sleep(timeout)
-            return
-        if not self.fresh:
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await asyncio.wait((self._waiter,), timeout=max(timeout, NEWS_POLL) if poll and self.live else timeout)
-            finally:
-                self._waiter = None
-        self.fresh = False
-
-    def close(self) -> None:
-        if self._stop is not None:
-            self._stop()
-            self._stop = None
-
-
 class JournalWriter:
     """The driving server's side: writes a journal's events to the store, renews its lease."""
 
@@ -203,6 +148,8 @@ class JournalWriter:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.failed = False
+        # while parked: looks for answers from elsewhere, renewing the lease (else the lease lasts parked_for)
+        self.while_parked: Callable[[JournalWriter], Awaitable[None]] | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"onedoor-journal-writer-{self.journal.run_id}")
@@ -232,6 +179,8 @@ class JournalWriter:
                     except TimeoutError:
                         pass
                     self._wake.clear()
+                if self.while_parked is not None and not journal.done:  # parked: news pokes it still
+                    await self.while_parked(self)
             finally:
                 if stop_watching is not None:
                     stop_watching()
@@ -258,7 +207,8 @@ class JournalWriter:
             return True
         cancel = await self._until_stored(lambda: store.journal_write(
             journal.run_id, self.written + 1, pending,
-            lease_until=time.time() + (self.parked_for if parked else LEASE_TTL), ended=ended))
+            lease_until=time.time() + (self.parked_for if parked and not self.while_parked else LEASE_TTL),
+            ended=ended))
         if cancel is _GAVE_UP:
             return True
         self.written = upto

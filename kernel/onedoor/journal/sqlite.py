@@ -20,7 +20,8 @@ CREATE TABLE IF NOT EXISTS journal_runs (
     lease_until REAL NOT NULL,
     last_seq INTEGER NOT NULL DEFAULT 0,
     ended_at REAL,
-    cancel INTEGER NOT NULL DEFAULT 0
+    cancel INTEGER NOT NULL DEFAULT 0,
+    answers TEXT
 );
 CREATE INDEX IF NOT EXISTS journal_runs_ended ON journal_runs (ended_at);
 CREATE TABLE IF NOT EXISTS journal_events (
@@ -39,6 +40,14 @@ CREATE TABLE IF NOT EXISTS journal_names (
 );
 CREATE INDEX IF NOT EXISTS journal_names_run ON journal_names (run_id);
 """
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Add what a file made by an older version lacks (the pending answers' column)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(journal_runs)")}
+    if "answers" not in columns:
+        with db:
+            db.execute("ALTER TABLE journal_runs ADD COLUMN answers TEXT")
 
 
 def open_run(db: sqlite3.Connection, run_id: str, principal: str, server_id: str, thread_id: str | None,
@@ -62,7 +71,8 @@ def write(db: sqlite3.Connection, run_id: str, first_seq: int, events: Sequence[
         db.executemany("INSERT OR IGNORE INTO journal_events VALUES (?, ?, ?)",
                        [(run_id, first_seq + i, body) for i, body in enumerate(events)])
         db.execute(
-            "UPDATE journal_runs SET lease_until = ?, last_seq = MAX(last_seq, ?), ended_at = ? WHERE run_id = ?",
+            "UPDATE journal_runs SET lease_until = ?, last_seq = MAX(last_seq, ?), ended_at = ?, answers = NULL "
+            "WHERE run_id = ?",
             (lease_until, first_seq + len(events) - 1, time.time() if ended else None, run_id),
         )
         row = db.execute("SELECT cancel FROM journal_runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -91,6 +101,27 @@ def cancel(db: sqlite3.Connection, run_id: str, principal: str) -> bool:
             (run_id, principal),
         ).rowcount
     return changed > 0
+
+
+def answer(db: sqlite3.Connection, run_id: str, principal: str, at_seq: int, answers: str) -> bool:
+    """Leave answers for the run's server: only while the run is this principal's, goes on,
+    still ends at ``at_seq`` and has no answers pending (one batch wins)."""
+    with db:
+        changed = db.execute(
+            "UPDATE journal_runs SET answers = ? WHERE run_id = ? AND principal = ? AND ended_at IS NULL "
+            "AND last_seq = ? AND answers IS NULL",
+            (answers, run_id, principal, at_seq),
+        ).rowcount
+    return changed > 0
+
+
+def parked(db: sqlite3.Connection, run_id: str, lease_until: float) -> tuple[bool, str | None]:
+    """Renew a parked run's lease; (a cancel asked, the answers pending)."""
+    with db:
+        db.execute("UPDATE journal_runs SET lease_until = ? WHERE run_id = ? AND ended_at IS NULL",
+                   (lease_until, run_id))
+        row = db.execute("SELECT cancel, answers FROM journal_runs WHERE run_id = ?", (run_id,)).fetchone()
+    return (bool(row[0]), row[1]) if row is not None else (False, None)
 
 
 def prune(db: sqlite3.Connection, ended_before: float) -> int:

@@ -29,6 +29,7 @@ from ._stores import ROOMY, TIGHT, Check, StoreFactory
 from ._stores import name as _name
 from ._stores import opened as _opened
 from ._stores import refused as _refused
+from .journal_checks import JOURNAL_CHECKS  # for a store that shares journals and takes answers for them
 from .store_extra_checks import (
     check_parts_and_usage_round_trip,
     check_state_compare_and_set,
@@ -312,6 +313,6 @@ async def run_all(make_store: StoreFactory, *, shared: bool = False, leases: boo
         await check(make_store)
 
 
-__all__ = ["CHECKS", "LEASE_CHECKS", "SHARED_CHECKS", "STATE_CHECKS", "StoreFactory", "run_all", "TURN"] + [
+__all__ = ["CHECKS", "JOURNAL_CHECKS", "LEASE_CHECKS", "SHARED_CHECKS", "STATE_CHECKS", "StoreFactory", "run_all", "TURN"] + [
     c.__name__ for c in CHECKS + SHARED_CHECKS + LEASE_CHECKS + STATE_CHECKS
-]
+]  # (the journal checks' names: onedoor.testing.journal_checks)

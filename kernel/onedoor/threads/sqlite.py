@@ -92,6 +92,7 @@ class SQLiteThreadStore:
             db.execute("PRAGMA secure_delete=ON")
             db.executescript(_SCHEMA)
             db.executescript(sqlite_journal.SCHEMA)
+            sqlite_journal.migrate(db)
             _add_state_columns(db)
             self._db = db
         return work(self._db)
@@ -250,6 +251,12 @@ class SQLiteThreadStore:
 
     async def journal_cancel(self, run_id: str, principal: str) -> bool:
         return await self._call(lambda db: sqlite_journal.cancel(db, run_id, principal))
+
+    async def journal_answer(self, run_id: str, principal: str, at_seq: int, answers: str) -> bool:
+        return await self._call(lambda db: sqlite_journal.answer(db, run_id, principal, at_seq, answers))
+
+    async def journal_parked(self, run_id: str, lease_until: float) -> tuple[bool, str | None]:
+        return await self._call(lambda db: sqlite_journal.parked(db, run_id, lease_until))
 
     async def journal_live_on(self, thread_id: str, *, besides: str) -> bool:
         return await self._call(lambda db: sqlite_journal.live_on(db, thread_id, besides))

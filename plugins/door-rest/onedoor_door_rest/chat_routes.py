@@ -89,7 +89,7 @@ def _add_resume_routes(app: Any, runs: Runs, ctx: ServeContext) -> None:
         responses={200: {"links": links("questions", "answer", "answer_stream")}, **RESUME_ERRORS, **RUN_ERRORS},
     )
     async def answer(body: AnswersRequest, request: Request, run_id: str = run_id_path) -> Any:
-        run, calls = runs.resume(run_id, body, ctx.principal_of(request.scope))
+        run, calls = await runs.answer(run_id, body, ctx.principal_of(request.scope))
         return await runs.reply_json(run, request, calls)
 
     @app.post(
@@ -105,7 +105,7 @@ def _add_resume_routes(app: Any, runs: Runs, ctx: ServeContext) -> None:
         ),
     )
     async def answer_stream(body: AnswersRequest, request: Request, run_id: str = run_id_path) -> Any:
-        run, _ = runs.resume(run_id, body, ctx.principal_of(request.scope))
+        run, _ = await runs.answer(run_id, body, ctx.principal_of(request.scope))
         return runs.reply_stream(run)
 
     @app.get(

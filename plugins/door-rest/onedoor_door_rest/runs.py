@@ -18,6 +18,7 @@ from onedoor import (
     QuestionAnswered,
     QuestionAsked,
     ReasoningDelta,
+    RemoteAnswer,
     RunFailed,
     RunFinished,
     SuspendAsker,
@@ -26,6 +27,7 @@ from onedoor import (
     ToolStarted,
 )
 from onedoor.events import ReplyPart, StateDelta, StateSnapshot, event_to_dict
+from onedoor.journal import shared_store
 from onedoor.observe import trace_meta
 from onedoor_transport_http.journal_stream import JournalSource
 from onedoor_transport_http.sse import cancel_on_disconnect
@@ -150,14 +152,16 @@ class Runs:
         return self.kernel.run(given.message, thread=thread, door="rest", asker=self.asker, principal=principal,
                                state=given.state, state_version=given.state_version, meta=trace_meta(headers))
 
-    def resume(self, run_id: str, body: AnswersRequest, principal: str) -> tuple[Any, dict[str, tuple[str, Any]]]:
+    async def answer(self, run_id: str, body: AnswersRequest, principal: str) -> tuple[Any, dict[str, tuple[str, Any]]]:
         """The run's next response, after the answers, and the tool calls being approved;
         QuestionError (nothing answered) if an answer names a question that is not this
-        run's (or the run is another principal's), or the kernel refuses the answers."""
-        waiting = self.waiting(run_id, principal)
-        calls = {q.tool.id: (q.tool.name, q.tool.arguments) for q in waiting if q.tool is not None}
+        run's (or the run is another principal's), or the kernel refuses the answers. A run
+        parked on another server sharing the store: a :class:`RemoteAnswer` (its journal)."""
         answers = [Answer(a.question_id, a.outcome, a.value) for a in body.answers]
-        return self.kernel.resume(answers, principal=principal, door="rest", run_id=run_id), calls
+        waiting = self.waiting(run_id, principal)  # (before the answers close them)
+        got = await self.kernel.answer(answers, principal=principal, door="rest", run_id=run_id)
+        asked = got.questions if isinstance(got, RemoteAnswer) else waiting
+        return got, {q.tool.id: (q.tool.name, q.tool.arguments) for q in asked if q.tool is not None}
 
     def waiting(self, run_id: str, principal: str) -> list[Any]:
         """The open questions of a suspended run of ``principal``."""
@@ -165,14 +169,23 @@ class Runs:
 
     async def reply_json(self, run: Any, request: Any, known_calls: dict[str, tuple[str, Any]] | None = None) -> Any:
         """Read this response of the run to its end and answer JSON (with on_disconnect
-        "finish", a client going away does not stop the run: it ends into its thread)."""
+        "finish", a client going away does not stop the run: it ends into its thread). With a
+        store that shares journals the run goes through its journal, so that another server
+        can answer its questions; a run another server holds is read from its journal."""
+        if isinstance(run, RemoteAnswer):
+            return await self._remote_json(run, request, known_calls)
         watcher = asyncio.get_running_loop().create_task(self._watch(request, run))
         reply = Reply(known_calls)
         event: Any = None
         try:
-            async with run:
-                async for event in run:
+            if shared_store(self.kernel.store) is not None:
+                journal = self.kernel.journals.start(run, on_disconnect=self.options.on_disconnect)
+                async for _, event in journal.follow(journal.last_seq):
                     reply.add(event)
+            else:
+                async with run:
+                    async for event in run:
+                        reply.add(event)
         finally:
             watcher.cancel()
         # a suspended response's ending is its last event (the run itself has no outcome yet)
@@ -181,6 +194,16 @@ class Runs:
         return reply.response(outcome, resume_url(request, run.run_id), thread.id if thread is not None else None,
                               run.state)
 
+    async def _remote_json(self, answered: RemoteAnswer, request: Any, known_calls: Any) -> Any:
+        """The JSON reply of a run another server holds, read from its journal after the answers."""
+        reply, event = Reply(known_calls), None
+        async for _, event in answered.journal.follow(answered.after):
+            reply.add(event)
+        if type(event) not in (RunFinished, RunFailed):  # the store was out too long to read the rest
+            return error_response(503, "cancelled", "the run's events could not be read; read its events again",
+                                  {"Retry-After": "1"})
+        return reply.response(event, resume_url(request, answered.run_id), answered.journal.thread_id)
+
     async def _watch(self, request: Any, run: Any) -> None:
         if self.options.on_disconnect == "cancel":
             await cancel_on_disconnect(request.receive, run)
@@ -188,6 +211,8 @@ class Runs:
     def reply_stream(self, run: Any) -> Any:
         """The run as SSE, journaled: every event carries its cursor, and a client that lost
         the stream can pick it up again at GET /runs/{run_id}/events."""
+        if isinstance(run, RemoteAnswer):  # another server holds the run: its journal, from the answers on
+            return self.follow_stream(JournalSource(run.journal, after=run.after))
         journal = self.kernel.journals.start(run, on_disconnect=self.options.on_disconnect)
         # a resumed run goes on in the journal of its first response: this one sends what comes next
         # (the kernel's task has not run yet, so last_seq is where the earlier responses ended)

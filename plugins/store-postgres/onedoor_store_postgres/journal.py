@@ -32,9 +32,11 @@ SCHEMA = (
         lease_until double precision NOT NULL,
         last_seq bigint NOT NULL DEFAULT 0,
         ended_at double precision,
-        cancel boolean NOT NULL DEFAULT false
+        cancel boolean NOT NULL DEFAULT false,
+        answers text
     )
     """,
+    "ALTER TABLE onedoor_journal_runs ADD COLUMN IF NOT EXISTS answers text",
     "CREATE INDEX IF NOT EXISTS onedoor_journal_runs_ended ON onedoor_journal_runs (ended_at)",
     "CREATE INDEX IF NOT EXISTS onedoor_journal_runs_thread ON onedoor_journal_runs (thread_id)",
     """
@@ -62,7 +64,8 @@ SCHEMA = (
 
 
 CHANNEL = "onedoor_journal"
-EVENTS, CANCEL = "e", "c"  # what a notification's payload starts with (then the run id)
+EVENTS, CANCEL = "e", "c"  # what a notification's payload starts with (then the run id); answers left
+# for a parked run's server go as a cancel does (its server watches that while the run is parked)
 
 OPEN = f"""{NO_WAIT}
     INSERT INTO onedoor_journal_runs (run_id, principal, server_id, thread_id, lease_until)
@@ -80,7 +83,7 @@ WRITE = f"""{NO_WAIT},
     ),
     run AS (
         UPDATE onedoor_journal_runs SET lease_until = %(lease)s, last_seq = GREATEST(last_seq, %(last)s),
-            ended_at = %(ended)s
+            ended_at = %(ended)s, answers = NULL
         FROM no_wait WHERE run_id = %(run)s RETURNING cancel
     )
     SELECT cancel, pg_notify('{CHANNEL}', '{EVENTS}' || %(run)s) FROM run
@@ -138,6 +141,28 @@ async def cancel(conn: Any, run_id: str, principal: str) -> bool:
         (run_id, principal),
     )
     return cursor.rowcount > 0
+
+
+async def answer(conn: Any, run_id: str, principal: str, at_seq: int, answers: str) -> bool:
+    """Leave answers for the parked run's server (one statement, its notification): only while
+    the run is this principal's, goes on, still ends at ``at_seq`` and has none pending."""
+    cursor = await conn.execute(
+        f"{NO_WAIT} UPDATE onedoor_journal_runs SET answers = %s FROM no_wait WHERE run_id = %s AND principal = %s "
+        f"AND ended_at IS NULL AND last_seq = %s AND answers IS NULL RETURNING pg_notify('{CHANNEL}', '{CANCEL}' || run_id)",
+        (answers, run_id, principal, at_seq),
+    )
+    return cursor.rowcount > 0
+
+
+async def parked(conn: Any, run_id: str, lease_until: float) -> tuple[bool, str | None]:
+    """Renew a parked run's lease; (a cancel asked, the answers pending): one statement."""
+    cursor = await conn.execute(
+        f"{NO_WAIT} UPDATE onedoor_journal_runs SET lease_until = %s FROM no_wait "
+        "WHERE run_id = %s AND ended_at IS NULL RETURNING cancel, answers",
+        (lease_until, run_id),
+    )
+    row = await cursor.fetchone()
+    return (bool(row[0]), row[1]) if row is not None else (False, None)
 
 
 async def prune(conn: Any, ended_before: float) -> int:

@@ -284,6 +284,14 @@ class PostgresThreadStore:
         async with self._connection() as conn:
             return await journal.cancel(conn, run_id, principal)
 
+    async def journal_answer(self, run_id: str, principal: str, at_seq: int, answers: str) -> bool:
+        async with self._connection() as conn:
+            return await journal.answer(conn, run_id, principal, at_seq, answers)
+
+    async def journal_parked(self, run_id: str, lease_until: float) -> tuple[bool, str | None]:
+        async with self._connection() as conn:
+            return await journal.parked(conn, run_id, lease_until)
+
     async def journal_live_on(self, thread_id: str, *, besides: str) -> bool:
         async with self._connection() as conn:
             return await journal.live_on(conn, thread_id, besides)
