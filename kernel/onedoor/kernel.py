@@ -306,7 +306,8 @@ class Kernel:
         return self._runs.resume(parsed, principal, door, run_id)
 
     async def answer(
-        self, answers: Iterable[Answer | dict], *, principal: str = LOCAL, door: str = "", run_id: str
+        self, answers: Iterable[Answer | dict], *, principal: str = LOCAL, door: str = "", run_id: str,
+        names: Sequence[str] = (), notes: dict[str, Any] | None = None,
     ) -> RunStream | RemoteAnswer:
         """Answer a parked run's questions wherever it is parked.
 
@@ -319,6 +320,10 @@ class Kernel:
         (:mod:`onedoor.journal.answers`). QuestionError with :meth:`resume`'s reasons when
         the answers are refused (``answered`` for the loser of two answering at once,
         ``expired`` when the run ended meanwhile or its server stopped).
+
+        ``names`` and ``notes`` (JSON) go with the answers to another server: it gives the run
+        those names and sets those notes (``kernel.journals.name`` / ``note``) before the
+        continuation's first event (a door that answered here sets its own).
         """
         try:
             parsed = [a if isinstance(a, Answer) else Answer.from_dict(a) for a in answers]
@@ -327,7 +332,7 @@ class Kernel:
         store = answer_store(self.store)
         if store is None or self._runs.find(run_id, principal) is not None or self._local_question(parsed, principal):
             return self._runs.resume(parsed, principal, door, run_id)
-        return await answer_elsewhere(store, run_id, principal, parsed, door)
+        return await answer_elsewhere(store, run_id, principal, parsed, door, names=names, notes=notes)
 
     def _local_question(self, answers: list[Answer], principal: str) -> bool:
         """Whether this server knows (or recently closed) a question these answers name."""
@@ -338,12 +343,16 @@ class Kernel:
         """Answers another server left for a run parked here: resumed as a local answer is,
         into its journal."""
         try:
-            answers, door = read_answers(text)
+            answers, door, names, notes = read_answers(text)
             stream = self._runs.resume(answers, principal, door, run_id)
         except (QuestionError, ValueError, KeyError, TypeError) as exc:
             log.info("run %s: answers from another server not taken (%s)", run_id, exc)
             return
-        self.journals.start(stream, on_disconnect="finish")
+        journal = self.journals.start(stream, on_disconnect="finish")
+        for name in names:  # before the continuation's first event: the store has them first
+            self.journals.name(journal, name)
+        for key, value in notes.items():
+            self.journals.note(journal, key, value)
 
     def _cancel_parked(self, run_id: str, principal: str) -> None:
         stream = self._runs.find(run_id, principal)

@@ -132,8 +132,10 @@ def test_hostile_cursors_get_the_same_answers_on_both_servers(pair):
         assert on_a.status_code == 404 and (on_b.status_code, on_b.json()) == (404, on_a.json())
 
 
-def test_a_resumed_run_is_followed_through_the_other_server(pair):
-    """A resumed AG-UI run is another name of the kernel run: B finds it by that name."""
+@pytest.mark.parametrize("resume_on", ["a", "b"])
+def test_a_resumed_run_is_followed_through_the_other_server(pair, resume_on):
+    """A resumed AG-UI run is another name of the kernel run: B finds it by that name; a
+    resume sent to B (the run parked on A) streams what a reader then gets on either."""
     a, b = pair
     tid = f"resumed-{uuid.uuid4().hex[:8]}"
     first = {"threadId": tid, "runId": uuid.uuid4().hex, "messages": [user(ASK)]}
@@ -142,7 +144,7 @@ def test_a_resumed_run_is_followed_through_the_other_server(pair):
     assert frames_of(events(b, first["runId"])) == frames_of(events(a, first["runId"]))
     second = {"threadId": tid, "runId": uuid.uuid4().hex, "messages": [],
               "resume": [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]}
-    resumed = frames_of(httpx.post(url(a), json=second, headers=auth(), timeout=60))
+    resumed = frames_of(httpx.post(url(a if resume_on == "a" else b), json=second, headers=auth(), timeout=60))
     assert resumed[0][1]["parentRunId"] == first["runId"] and resumed[-1][1]["outcome"] == {"type": "success"}
     again = frames_of(events(b, second["runId"]))
     assert again == frames_of(events(a, second["runId"]))
@@ -195,3 +197,90 @@ def test_the_chat_page_reloaded_onto_the_other_server_shows_the_whole_reply(pair
     assert stored[-1]["role"] == "assistant" and "[reply" not in whole and whole.startswith("You said: a long story")
     assert seen["midReply"]["messages"][-2:] == [["user", "/slow /long 100 a long story"], ["assistant", whole]]
     assert seen["afterRun"]["messages"] == seen["midReply"]["messages"] and seen["consoleErrors"] == []
+
+
+def test_a_resume_landing_on_the_other_server_goes_on_as_on_its_own(pair):
+    """The official client: a run parked on A, its resume sent to B (``kernel.answer``); B
+    streams the continuation as A would, and a reader finds the resumed run on either."""
+    a, b = pair
+    node = node_or_skip()
+    proc = subprocess.run([node, "servers_resume.mjs", a.base_url, b.base_url, ALICE], cwd=JS, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    here, there = out["here"], out["elsewhere"]
+    assert there["first"]["outcome"] == "interrupt" and there["second"]["error"] is None
+    for key in ("outcome", "events", "pendingInterrupts"):
+        assert there["second"][key] == here["second"][key], key
+    assert there["second"]["started"] == {"runId": there["second"]["runId"], "parentRunId": there["first"]["runId"]}
+    assert there["second"]["custom"] == [{"name": "onedoor.question_answered",
+                                          "value": {"interruptId": there["interrupt"]["id"], "outcome": "allow_once", "how": "person"}}]
+    assert there["reply"] == here["reply"] == "Approved (allow_once): ran deploy"
+    assert there["tool"] == {"toolCallId": there["interrupt"]["toolCallId"], "content": '{"ran":"deploy"}'}
+    assert there["roles"] == here["roles"] == ["user", "assistant", "tool", "assistant"]
+    assert out["rejected"]["reply"] == "Not approved (reject_once): did not run deploy"
+    assert out["question"]["reply"] == 'You answered {"answer": "blue"}'
+    invalid = out["invalid"]
+    assert "422" in invalid["refused"]["error"] and invalid["refused"]["events"] == []
+    assert invalid["fixed"] == "success" and invalid["reply"] == 'You answered {"answer": "red"}'
+    assert "409" in invalid["again"]["error"]  # answered through B: A says so too
+    # the resumed AG-UI run, read again through either server: the same frames, the same ids
+    resumed = there["second"]["runId"]
+    on_a, on_b = frames_of(events(a, resumed)), frames_of(events(b, resumed))
+    assert on_a == on_b and on_a[0][1]["parentRunId"] == there["first"]["runId"]
+    assert [e["type"] for _, e in on_a if e["type"] != "MESSAGES_SNAPSHOT"] == here["second"]["events"]
+    stored = httpx.get(url(a, f"threads/{there['threadId']}"), headers=auth(), timeout=30).json()
+    assert stored["messages"][-1]["content"] == there["reply"] and stored["running"] is None
+
+
+def test_resumes_that_cannot_be_taken_get_the_same_refusals_on_both_servers(pair):
+    a, b = pair
+    tid = f"refused-{uuid.uuid4().hex[:8]}"
+    asked = frames_of(httpx.post(url(a), json={"threadId": tid, "runId": uuid.uuid4().hex, "messages": [user(ASK)]},
+                                 headers=auth(), timeout=60))
+    interrupt = asked[-1][1]["outcome"]["interrupts"][0]["id"]
+
+    def resume(server: Any, interrupt_id: str, thread: str = tid, token: str = ALICE, payload: Any = None) -> httpx.Response:
+        entry = {"interruptId": interrupt_id, "status": "resolved", "payload": payload or {"approved": True}}
+        body = {"threadId": thread, "runId": uuid.uuid4().hex, "messages": [], "resume": [entry]}
+        return httpx.post(url(server), json=body, headers=auth(token), timeout=60)
+
+    for args in (("q-" + "0" * 24,), (interrupt, "another-thread"), (interrupt, tid, BOB)):
+        on_a, on_b = resume(a, *args), resume(b, *args)
+        assert on_a.status_code == 404 and (on_b.status_code, on_b.json()) == (on_a.status_code, on_a.json()), args
+    bad_a, bad_b = resume(a, interrupt, payload={"outcome": "nope"}), resume(b, interrupt, payload={"outcome": "nope"})
+    assert bad_a.status_code == 422 and bad_b.status_code == 422, (bad_a.text, bad_b.text)
+    assert frames_of(resume(b, interrupt))[-1][1]["outcome"] == {"type": "success"}
+    again_a, again_b = resume(a, interrupt), resume(b, interrupt)
+    assert again_a.status_code == 409 and again_a.json()["error"] == "already_answered"
+    assert (again_b.status_code, again_b.json()["error"]) == (409, "already_answered"), again_b.text
+
+
+def test_expired_interrupts_are_refused_or_abandoned_on_either_server(tmp_path):
+    """Questions that live a second: an answer after that is 410 on both servers; abandoning
+    them (status cancelled) gets the short cancelled run on both."""
+    (tmp_path / "tokens").write_text(f"alice {ALICE}\n")
+    args = ["--door", "agui", "-b", "scripted", "-o", f"tokens_file={tmp_path / 'tokens'}", "-o", "limits.question_ttl=1",
+            "-o", f"sqlite.path={tmp_path / 'threads.sqlite3'}", "-o", "sqlite.shared_journal=true", "-o", "agui.keepalive=0"]
+    with start_server(args, env={"ONEDOOR_DATA_DIR": str(tmp_path / "a")}) as a, \
+            start_server(args, env={"ONEDOOR_DATA_DIR": str(tmp_path / "b")}) as b:
+        tid, run_id = f"expiry-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+        asked = frames_of(httpx.post(url(a), json={"threadId": tid, "runId": run_id, "messages": [user(ASK)]},
+                                     headers=auth(), timeout=60))
+        interrupt = asked[-1][1]["outcome"]["interrupts"][0]["id"]
+
+        def resume(server: Any, status: str, payload: Any = None) -> httpx.Response:
+            body = {"threadId": tid, "runId": uuid.uuid4().hex, "messages": [],
+                    "resume": [{"interruptId": interrupt, "status": status, "payload": payload or {"approved": True}}]}
+            return httpx.post(url(server), json=body, headers=auth(), timeout=60)
+
+        # an answer the door cannot read is refused (422) while the question is open, 410 after
+        support.wait_for(lambda: resume(a, "resolved", {"outcome": "nope"}).status_code == 410, "the question to expire",
+                         timeout=30)
+        late_a, late_b = resume(a, "resolved"), resume(b, "resolved")
+        assert late_a.json()["error"] == "question_expired"  # (the details say why in each server's words)
+        assert (late_b.status_code, late_b.json()["error"]) == (410, "question_expired"), late_b.text
+        gave_up = [[e for _, e in frames_of(resume(server, "cancelled"))] for server in (a, b)]
+        for seen in gave_up:
+            assert [e["type"] for e in seen] == ["RUN_STARTED", "RUN_FINISHED"] and seen[0]["parentRunId"] == run_id
+            assert seen[-1]["outcome"] == {"type": "cancelled"}

@@ -74,3 +74,27 @@ async def test_notes_that_are_not_json_stay_on_their_server(two_servers, caplog)
     remote = await b.journals.find(journal.run_id, "alice")
     assert remote is not None and remote.notes == {} and await b.journals.find_named("a-name", "alice") is None
     assert "not shared (not JSON" in caplog.text
+
+
+async def test_names_and_notes_sent_with_answers_are_the_runs_before_its_continuation(two_servers):
+    """``kernel.answer(..., names=, notes=)`` through B: A, taking the answers, gives the run
+    the name and notes before the continuation's first event: both servers find it so."""
+    from onedoor import RemoteAnswer
+    from onedoor.events import QuestionAsked
+    from onedoor.questions import SuspendAsker
+
+    a, b = two_servers
+    journal = a.journals.start(a.run("/question Name?", principal="alice", asker=SuspendAsker()))
+    a.journals.note(journal, "door", ["first"])
+    seen = [pair async for pair in journal.follow()]
+    question = next(e.question for _, e in seen if isinstance(e, QuestionAsked))
+    await await_for(lambda: journal.writer.written == journal.last_seq, "the suspension to be in the store")
+    answered = await b.answer([{"question_id": question.id, "outcome": "accept", "value": {"answer": "Ada"}}],
+                              principal="alice", run_id=journal.run_id, names=["the-resume"], notes={"door": ["first", "second"]})
+    assert isinstance(answered, RemoteAnswer)
+    assert journal.notes == {"door": ["first", "second"]} and "the-resume" in journal.names
+    assert a.journals.named("the-resume", "alice") is journal
+    rest = [pair async for pair in answered.journal.follow(answered.after)]
+    found = await b.journals.find_named("the-resume", "alice")
+    assert found is not None and found.run_id == journal.run_id and found.notes == {"door": ["first", "second"]}
+    assert rest[-1][1].text.startswith("You answered")

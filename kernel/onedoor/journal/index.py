@@ -134,14 +134,15 @@ class Journals:
         """The kept journals of ``principal``'s runs on ``thread_id``, oldest first."""
         return [j for j in self._journals.values() if j.thread_id == thread_id and j.principal == principal]
 
-    async def others_on_thread(self, thread_id: str, principal: str) -> list[RemoteJournal]:
+    async def others_on_thread(self, thread_id: str, principal: str, *, ended: bool = False) -> list[RemoteJournal]:
         """The runs of ``principal`` another server is writing on ``thread_id`` (also one
-        waiting for answers): with a store that shares journals and notes, else none."""
+        waiting for answers; ``ended``: also those the store keeps that have ended, last
+        to end first), at most four: with a store that shares journals and notes, else none."""
         store = shared_store(self.store)
         found: list[RemoteJournal] = []
-        for run_id in await runs_on(store, thread_id, principal) if store is not None else ():
+        for run_id in await runs_on(store, thread_id, principal, ended) if store is not None else ():
             journal = None if self.get(run_id, principal) is not None else await self.find(run_id, principal)
-            if isinstance(journal, RemoteJournal) and not journal.done:
+            if isinstance(journal, RemoteJournal) and (ended or not journal.done):
                 found.append(journal)
         return found
 

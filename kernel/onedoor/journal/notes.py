@@ -12,8 +12,10 @@ with the notes as they were when its events were written:
   (added to those kept) of a run whose row the server holds;
 - ``journal_notes(run_id, principal) -> str | None``: the notes kept (None: none);
 - ``journal_named(name, principal) -> str | None``: the run id with that name;
-- ``journal_running(thread_id, principal) -> list[str]``: the runs of a thread not ended
-  whose lease holds (also one waiting for answers), at most four.
+- ``journal_running(thread_id, principal, ended=False) -> list[str]``: the runs of a thread
+  not ended whose lease holds (also one waiting for answers), at most four, those not ended
+  first, then the last to end;
+  ``ended``: the runs the store keeps of the thread, ended ones too.
 
 Notes that are not JSON are kept on the driving server only (logged once per run).
 A store without these methods shares events only.
@@ -76,8 +78,8 @@ async def run_named(store: Any, name: str, principal: str) -> str | None:
     return run_id
 
 
-async def runs_on(store: Any, thread_id: str, principal: str) -> list[str]:
-    """The run ids of a thread the store says are going on (see the module docstring)."""
+async def runs_on(store: Any, thread_id: str, principal: str, ended: bool = False) -> list[str]:
+    """The run ids of a thread the store says are going on (``ended``: or kept; see the module docstring)."""
     if not shares_notes(store) or not isinstance(thread_id, str):
         return []
-    return list(await store.journal_running(thread_id, principal))
+    return list(await store.journal_running(thread_id, principal, ended=ended))

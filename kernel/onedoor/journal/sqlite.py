@@ -161,8 +161,9 @@ def named(db: sqlite3.Connection, name: str, principal: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def running(db: sqlite3.Connection, thread_id: str, principal: str) -> list[str]:
+def running(db: sqlite3.Connection, thread_id: str, principal: str, ended: bool) -> list[str]:
     rows = db.execute(
-        "SELECT run_id FROM journal_runs WHERE thread_id = ? AND principal = ? AND ended_at IS NULL AND lease_until > ? "
-        "ORDER BY rowid DESC LIMIT 4", (thread_id, principal, time.time())).fetchall()
+        "SELECT run_id FROM journal_runs WHERE thread_id = ? AND principal = ? "
+        "AND (? OR (ended_at IS NULL AND lease_until > ?)) ORDER BY ended_at IS NOT NULL, COALESCE(ended_at, lease_until) DESC LIMIT 4",
+        (thread_id, principal, ended, time.time())).fetchall()
     return [str(row[0]) for row in rows]

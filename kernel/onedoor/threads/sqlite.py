@@ -273,8 +273,8 @@ class SQLiteThreadStore:
     async def journal_named(self, name: str, principal: str) -> str | None:
         return await self._call(lambda db: sqlite_journal.named(db, name, principal))
 
-    async def journal_running(self, thread_id: str, principal: str) -> Sequence[str]:
-        return await self._call(lambda db: sqlite_journal.running(db, thread_id, principal))
+    async def journal_running(self, thread_id: str, principal: str, *, ended: bool = False) -> Sequence[str]:
+        return await self._call(lambda db: sqlite_journal.running(db, thread_id, principal, ended))
 
 
 def _forget_the_log(db: sqlite3.Connection, attempts: int = 20) -> None:

@@ -94,12 +94,12 @@ async def running_on(journals: Any, principal: str, thread_id: str) -> Segment |
         if journal.running and not journal.done:
             return last(journal)
     for journal in await journals.others_on_thread(thread_id, principal):
-        if not await _parked(journal):
+        if not await parked(journal):
             return last(journal)
     return None
 
 
-async def _parked(journal: Any) -> bool:
+async def parked(journal: Any) -> bool:
     """Whether a run another server writes waits for answers (its last event so far is its
     suspended ending); one whose events are no longer kept counts as parked (not followed)."""
     if journal.last_seq < 1:
@@ -115,4 +115,4 @@ async def _parked(journal: Any) -> bool:
     return True
 
 
-__all__ = ["NOTE", "Segment", "all_of", "find", "last", "leave_open", "note", "running_on"]
+__all__ = ["NOTE", "Segment", "all_of", "find", "last", "leave_open", "note", "parked", "running_on"]

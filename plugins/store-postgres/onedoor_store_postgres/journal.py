@@ -208,10 +208,11 @@ async def named(conn: Any, name: str, principal: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-async def running(conn: Any, thread_id: str, principal: str) -> list[str]:
+async def running(conn: Any, thread_id: str, principal: str, ended: bool) -> list[str]:
     cursor = await conn.execute(
-        "SELECT run_id FROM onedoor_journal_runs WHERE thread_id = %s AND principal = %s AND ended_at IS NULL "
-        "AND lease_until > %s ORDER BY lease_until DESC LIMIT 4", (thread_id, principal, time.time()))
+        "SELECT run_id FROM onedoor_journal_runs WHERE thread_id = %s AND principal = %s "
+        "AND (%s OR (ended_at IS NULL AND lease_until > %s)) ORDER BY ended_at DESC NULLS FIRST, lease_until DESC LIMIT 4",
+        (thread_id, principal, ended, time.time()))
     return [str(row[0]) for row in await cursor.fetchall()]
 
 

@@ -329,9 +329,9 @@ class PostgresThreadStore:
         async with self._connection() as conn:
             return await journal.named(conn, name, principal)
 
-    async def journal_running(self, thread_id: str, principal: str) -> Sequence[str]:
+    async def journal_running(self, thread_id: str, principal: str, *, ended: bool = False) -> Sequence[str]:
         async with self._connection() as conn:
-            return await journal.running(conn, thread_id, principal)
+            return await journal.running(conn, thread_id, principal, ended)
 
 
 def _thread(row: Any) -> Thread | None:
