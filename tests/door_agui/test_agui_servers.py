@@ -284,3 +284,18 @@ def test_expired_interrupts_are_refused_or_abandoned_on_either_server(tmp_path):
         for seen in gave_up:
             assert [e["type"] for e in seen] == ["RUN_STARTED", "RUN_FINISHED"] and seen[0]["parentRunId"] == run_id
             assert seen[-1]["outcome"] == {"type": "cancelled"}
+
+
+def test_a_run_is_cancelled_through_the_other_server(pair):
+    a, b = pair
+    tid = f"cancel-{uuid.uuid4().hex[:8]}"
+    run_id = start_and_leave(a, tid, "/slow /long 400 a very long story")
+    refused = httpx.post(url(b, "cancel"), json={"runId": run_id}, headers=auth(BOB), timeout=30)
+    assert refused.status_code == 404  # another principal's run is unknown there too
+    stopped = httpx.post(url(b, "cancel"), json={"runId": run_id, "threadId": tid}, headers=auth(), timeout=30)
+    assert stopped.status_code == 200 and stopped.json() == {"cancelled": True, "runId": run_id}
+    ended = frames_of(events(a, run_id))[-1][1]
+    assert ended == {"type": "RUN_FINISHED", "threadId": tid, "runId": run_id, "outcome": {"type": "cancelled"}}
+    assert frames_of(events(b, run_id))[-1][1] == ended
+    again = httpx.post(url(b, "cancel"), json={"runId": run_id}, headers=auth(), timeout=30)
+    assert again.status_code == 404  # an ended run: nothing to stop, as on its own server
