@@ -45,7 +45,8 @@ class Segment:
         def calls(key: str) -> dict[str, tuple[str, str]]:  # JSON made the pairs lists
             return {call_id: (str(pair[0]), str(pair[1])) for call_id, pair in (data.get(key) or {}).items()}
 
-        fields = {k: v for k, v in data.items() if k not in ("carried", "left_open")}
+        known = set(cls.__dataclass_fields__) - {"carried", "left_open"}  # (another version's extra keys: left out)
+        fields = {k: v for k, v in data.items() if k in known}
         return cls(**fields, carried=calls("carried"), left_open=calls("left_open"))
 
 
