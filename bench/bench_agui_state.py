@@ -47,6 +47,7 @@ def big_state() -> dict:
 def app():
     from onedoor import Backend, Kernel, RunFinished, RunStarted, StateDelta, StateSnapshot, TextDelta
     from onedoor.composition import ServeContext
+    from onedoor.state import copy_state
     from onedoor_door_agui import AguiDoor, AguiOptions
     from onedoor_transport_http import HttpOptions
     from onedoor_transport_http.app import build_app
@@ -56,14 +57,14 @@ def app():
 
         async def run(self, message, *, history=None, context=None):
             yield RunStarted(context.run_id)
-            state = copy.deepcopy(context.state) if context.state else None
+            state = context.state  # the backend's own copy: it may change it freely
             for i in range(CHANGES):
                 yield TextDelta("word ")
                 if message == "deltas":
                     yield StateDelta(({"op": "replace", "path": f"/items/{i}/done", "value": True},))
                 elif message == "snapshots":
                     state["items"][i]["done"] = True
-                    yield StateSnapshot(copy.deepcopy(state))
+                    yield StateSnapshot(copy_state(state))  # each snapshot its own document
             yield RunFinished(context.run_id, "word " * CHANGES)
 
     kernel = Kernel(Backend("changer", Changer))

@@ -27,12 +27,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .errors import RunRefused
 from .events import RunFailed, RunFinished, RunStarted  # noqa: F401 - re-exported (older imports)
-from .journal import Journals, RemoteAnswer, shared_store
-from .journal.answers import answer_elsewhere, answer_store, read_answers
 from .limits import Limits
 from .observe import notify
 from .port import ToolSpec
@@ -41,6 +39,9 @@ from .questions import Answer, Asker, Question, QuestionError, from_approver
 from .run import INTERRUPTED_REPLY, Backend, RunInfo, RunRegistry, RunStream, check_content, check_run_id
 from .threads import Thread, ThreadDesk, ThreadStore
 from .threads.leases import turn_leases
+
+if TYPE_CHECKING:  # the journals are imported when a door first uses them (onedoor run never does)
+    from .journal import Journals, RemoteAnswer
 
 log = logging.getLogger("onedoor.kernel")
 
@@ -108,6 +109,8 @@ class Kernel:
     def journals(self) -> Journals:
         """Runs driven by the kernel and journaled, for resumable streams (:mod:`onedoor.journal`)."""
         if self._journals is None:
+            from .journal.index import Journals
+
             self._journals = Journals(self.limits, self.store)
             self._journals.parked_hooks = (self._take_answers, self._cancel_parked)
         return self._journals
@@ -209,6 +212,8 @@ class Kernel:
         if stream is not None:
             stream.cancel()
             return True
+        from .journal.shared import shared_store
+
         if shared_store(self.store) is None:
             return False
         journal = await self.journals.find(run_id, principal)
@@ -329,6 +334,8 @@ class Kernel:
             parsed = [a if isinstance(a, Answer) else Answer.from_dict(a) for a in answers]
         except ValueError as exc:
             raise QuestionError("invalid", str(exc)) from None
+        from .journal.answers import answer_elsewhere, answer_store
+
         store = answer_store(self.store)
         if store is None or self._runs.find(run_id, principal) is not None or self._local_question(parsed, principal):
             return self._runs.resume(parsed, principal, door, run_id)
@@ -342,6 +349,8 @@ class Kernel:
     def _take_answers(self, run_id: str, principal: str, text: str) -> None:
         """Answers another server left for a run parked here: resumed as a local answer is,
         into its journal."""
+        from .journal.answers import read_answers
+
         try:
             answers, door, names, notes = read_answers(text)
             stream = self._runs.resume(answers, principal, door, run_id)
@@ -366,6 +375,8 @@ class Kernel:
         leases = turn_leases(self.store)
         if leases is not None and owner:
             return await leases.turn_live(owner, thread_id, besides=besides)
+        from .journal.shared import shared_store
+
         shared = shared_store(self.store)
         return shared is not None and await shared.journal_live_on(thread_id, besides=besides)
 

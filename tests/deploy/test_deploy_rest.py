@@ -61,6 +61,24 @@ def test_a_stream_dropped_on_one_server_is_read_again_through_another(tmp_path, 
         assert len(set(upstream_counts(cluster, f"/rest/runs/{run_id}/events"))) >= 2
 
 
+def test_a_rest_answer_arrives_at_a_server_other_than_the_one_that_asked(tmp_path, postgres, balancer):
+    with Cluster(tmp_path, postgres.dsn, balancer=balancer) as cluster, client(cluster) as http:
+        replies = []
+        for n in range(3):  # round robin: each answer goes to the server after the one that asked
+            asked = http.post("/rest/chat", json={"message": f"/question Name {n}?"})
+            assert asked.status_code == 200 and asked.json()["status"] == "needs_input", asked.text
+            question = asked.json()["questions"][0]
+            answer = {"question_id": question["id"], "outcome": "accept", "value": {"answer": f"Ada {n}"}}
+            replies.append(http.post(asked.json()["resume_url"], json={"answers": [answer]}))
+        for n, reply in enumerate(replies):
+            assert reply.status_code == 200, reply.text
+            assert reply.json()["status"] == "completed" and f"Ada {n}" in reply.json()["reply"]
+        asking = [line.split()[-1] for line in cluster.upstreams() if " /rest/chat " in line]
+        answering = [line.split()[-1] for line in cluster.upstreams() if "/answers " in line]
+        assert len(asking) == len(answering) == 3
+        assert all(a != b for a, b in zip(asking, answering)), (asking, answering)
+
+
 def test_a_rolling_restart_under_load_fails_no_request(tmp_path, postgres, balancer):
     """50 clients chat without pause while each server in turn drains and restarts: every
     request gets its full reply (runs are far shorter than drain_grace)."""

@@ -211,6 +211,28 @@ async def test_what_the_backend_cannot_take_is_refused_before_any_run(data_dir: 
         assert door.recorder.text().startswith(f"Received: 1 image (image/png, {len(DOT_PNG)} bytes). ")
 
 
+async def test_a_prompts_image_is_decoded_once(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel checks the prompt's parts as the run starts; the session the door keeps takes those, not a
+    second decode (a thread store decodes what it reads back, as its own)."""
+    from onedoor.content import _parse
+
+    decoded: list[int] = []
+    real = _parse._decode_base64
+
+    def counting(value: Any, where: str) -> bytes:
+        data = real(value, where)
+        decoded.append(len(data))
+        return data
+
+    monkeypatch.setattr(_parse, "_decode_base64", counting)
+    async with DoorHarness(scripted_kernel(tool=False, reasoning=False), data_dir) as door:
+        sid = await door.new_session()
+        response = await door.conn.prompt(session_id=sid, prompt=[text_block("look"), IMAGE])
+    assert response.stop_reason == "end_turn"
+    assert door.recorder.text().startswith(f"Received: 1 image (image/png, {len(DOT_PNG)} bytes). ")
+    assert decoded == [len(DOT_PNG)]
+
+
 async def test_oversize_and_too_many_parts_are_refused_and_the_door_serves_on(data_dir: Path, store: Any) -> None:
     limits = Limits(max_part_bytes=1000, max_parts=4)
     async with DoorHarness(scripted_kernel(limits, store=store), data_dir, fs=True) as door:

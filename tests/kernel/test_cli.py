@@ -10,7 +10,8 @@ import sys
 import pytest
 from kernel_test_helpers import run_cli
 
-HEAVY = ["fastapi", "starlette", "uvicorn", "mcp", "acp", "ag_ui", "slim_bindings", "pydantic_ai", "run_agent"]
+HEAVY = ["fastapi", "starlette", "uvicorn", "mcp", "acp", "ag_ui", "slim_bindings", "pydantic_ai", "run_agent", "opentelemetry",
+         "prometheus_client"]
 
 
 def test_run_prints_the_reply():

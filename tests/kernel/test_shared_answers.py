@@ -148,6 +148,17 @@ async def test_an_answer_after_the_run_was_cancelled_is_refused(servers):
     assert refused.value.reason == "expired"
 
 
+async def test_an_answer_to_an_expired_question_is_refused(servers):
+    a, b, _ = servers
+    journal = a.journals.start(a.run("/question Name?", principal="alice", asker=SuspendAsker(ttl=0.2)))
+    question = next(e.question for _, e in await read(journal) if isinstance(e, QuestionAsked))
+    await await_for(lambda: journal.done, "the question to expire and its run to end")
+    await await_for(lambda: journal.writer.written == journal.last_seq, "its ending to be in the store")
+    with pytest.raises(QuestionError) as refused:
+        await b.answer(accept(question, "late"), principal="alice", run_id=journal.run_id)
+    assert refused.value.reason == "expired"
+
+
 async def test_a_cancel_through_the_other_server_reaches_a_parked_run(servers):
     a, b, _ = servers
     journal, _ = await park(a)

@@ -31,7 +31,7 @@ ROOT = Path(os.environ.get("ONEDOOR_RELEASE_ROOT") or Path(__file__).resolve().p
 REPOSITORY = "https://github.com/onedoor-dev/onedoor"
 KERNEL_INIT = ROOT / "kernel" / "onedoor" / "__init__.py"
 
-# The thirteen published distributions (folder -> import package), the kernel first.
+# The fourteen published distributions (folder -> import package), the kernel first.
 PUBLISHED = {
     ".": "onedoor",
     "transports/http": "onedoor_transport_http",
@@ -45,6 +45,7 @@ PUBLISHED = {
     "plugins/backend-pydantic-ai": "onedoor_backend_pydantic_ai",
     "plugins/backend-hermes": "onedoor_backend_hermes",
     "plugins/fake-model-server": "onedoor_fake_model_server",
+    "plugins/hook-otel": "onedoor_hook_otel",
     "examples/backend-echo": "onedoor_example_echo",
 }
 # Built from this repository but not published: they follow the version all the same.

@@ -80,6 +80,8 @@ PROVIDER = {
     "pydantic_ai": "pydantic-ai-slim",
     "pydantic_core": "pydantic-core",
     "slim_bindings": "slim-bindings",
+    "opentelemetry": "opentelemetry-api",  # (its sdk and exporters are declared beside it)
+    "prometheus_client": "prometheus-client",
     "run_agent": "hermes-agent",
     "hermes_cli": "hermes-agent",
     "tools": "hermes-agent",

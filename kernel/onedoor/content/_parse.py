@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 import re
@@ -97,7 +96,8 @@ def _decode_base64(value: Any, where: str) -> bytes:
     if not isinstance(value, str):
         raise ContentError("invalid", f"{where}: data must be a base64 string")
     try:
-        return base64.b64decode(value, validate=True)
+        # on the str itself (ASCII, else ValueError): no bytes copy of the text first
+        return binascii.a2b_base64(value, strict_mode=True)
     except (binascii.Error, ValueError):
         raise ContentError("invalid", f"{where}: data is not valid base64") from None
 

@@ -34,34 +34,67 @@ Cursors are ``"<run_id>:<epoch>:<seq>"`` (:mod:`onedoor.journal.cursors`); every
 reads them with :func:`read_cursor`.
 """
 
-from .answers import RemoteAnswer
-from .cursors import (
-    CURSOR_PATTERN,
-    RUN_ID,
-    RUN_ID_PATTERN,
-    Cursor,
-    CursorError,
-    CursorExpired,
-    parse_cursor,
-    read_cursor,
-)
-from .index import Journals
-from .local import ON_DISCONNECT, Journaled, OnDisconnect, RunJournal
-from .shared import (
-    LEASE_RENEW,
-    LEASE_TTL,
-    SERVER_ID,
-    STOPPED,
-    JournalPage,
-    JournalWriter,
-    RemoteJournal,
-    SharedJournalStore,
-    StoreOutage,
-    shared_store,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# Each name and the module that holds it, imported on first use: a kernel that journals
+# nothing (``onedoor run``) never loads the journals.
+_WHERE: dict[str, str] = {
+    "RemoteAnswer": "answers",
+    **dict.fromkeys(("CURSOR_PATTERN", "RUN_ID", "RUN_ID_PATTERN", "Cursor", "CursorError", "CursorExpired",
+                     "parse_cursor", "read_cursor"), "cursors"),
+    "Journals": "index",
+    **dict.fromkeys(("ON_DISCONNECT", "Journaled", "OnDisconnect", "RunJournal"), "local"),
+    **dict.fromkeys(("LEASE_RENEW", "LEASE_TTL", "SERVER_ID", "STOPPED", "JournalPage", "JournalWriter", "RemoteJournal",
+                     "SharedJournalStore", "StoreOutage", "shared_store"), "shared"),
+}
 
 __all__ = [
     "CURSOR_PATTERN", "LEASE_RENEW", "LEASE_TTL", "ON_DISCONNECT", "RUN_ID", "RUN_ID_PATTERN", "SERVER_ID", "STOPPED",
     "Cursor", "CursorError", "CursorExpired", "JournalPage", "JournalWriter", "Journaled", "Journals", "OnDisconnect", "RemoteAnswer", "RemoteJournal",
     "RunJournal", "SharedJournalStore", "StoreOutage", "parse_cursor", "read_cursor", "shared_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
+    from .answers import RemoteAnswer
+    from .cursors import (
+        CURSOR_PATTERN,
+        RUN_ID,
+        RUN_ID_PATTERN,
+        Cursor,
+        CursorError,
+        CursorExpired,
+        parse_cursor,
+        read_cursor,
+    )
+    from .index import Journals
+    from .local import ON_DISCONNECT, Journaled, OnDisconnect, RunJournal
+    from .shared import (
+        LEASE_RENEW,
+        LEASE_TTL,
+        SERVER_ID,
+        STOPPED,
+        JournalPage,
+        JournalWriter,
+        RemoteJournal,
+        SharedJournalStore,
+        StoreOutage,
+        shared_store,
+    )

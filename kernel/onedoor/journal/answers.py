@@ -10,7 +10,8 @@ server answer a parked run (``kernel.answer``):
   compare-and-set that holds one batch per run, and only while the journal still ends at
   that suspension, so of two servers answering at once one wins;
 - the run's server, while the run is parked, looks for answers (and a cancel) with
-  ``journal_parked`` every ``LEASE_RENEW`` seconds, renewing the run's lease, and at once
+  ``journal_parked``, renewing the run's lease: every ``ANSWER_POLL`` seconds on a store
+  without news (SQLite), every ``LEASE_RENEW`` seconds while news is heard, and at once
   when the store has news (``journal_watch`` kind ``"cancel"``: PostgreSQL notifies
   answers on the cancel channel); it resumes the run as a local answer does, into the
   same journal, whose next write clears the batch;
@@ -42,6 +43,7 @@ def taken_within() -> float:
     return shared.LEASE_TTL + 2 * shared.LEASE_RENEW
 
 
+ANSWER_POLL = 0.25  # seconds between a parked run's looks for answers on a store without news (SQLite)
 TRIES = 3  # compare-and-set attempts of one answer (another batch for the same run in the way)
 
 
@@ -177,7 +179,7 @@ async def _pages_after(store: Any, run_id: str, principal: str, after: int) -> A
             if page.ended or page.lease_until < time.time() or time.monotonic() > deadline:
                 return
             await news.wait(pause, poll=False)
-            pause = min(pause * 2, 0.2)
+            pause = min(pause * 2, 0.05)  # a short wait, for one server's next look
     finally:
         news.close()
 
@@ -227,8 +229,10 @@ async def keep_parked(writer: Any, take: Callable[[str, str, str], None], cancel
             take(journal.run_id, journal.principal, pending)
         if journal.running or journal.done:
             return
-        try:
-            await asyncio.wait_for(writer._wake.wait(), shared.LEASE_RENEW)
+        live = getattr(store, "journal_news_live", None)
+        try:  # news heard: its next look is a safety net; none: it looks often (answers come at once)
+            await asyncio.wait_for(writer._wake.wait(), shared.LEASE_RENEW if live is not None and live()
+                                   else min(ANSWER_POLL, shared.LEASE_RENEW))
         except TimeoutError:
             pass
         writer._wake.clear()

@@ -59,6 +59,8 @@ class Journals:
         store = shared_store(self.store)
         if store is not None:
             limits = self.limits
+            if journal.writer is not None:
+                journal.writer.poke()  # a parked run's writer looking for answers: it stops at once
             journal.writer = JournalWriter(store, journal, limits.journal_retention, limits.question_ttl + LEASE_TTL)
             journal._durable_seq = journal.last_seq
             hooks = self.parked_hooks

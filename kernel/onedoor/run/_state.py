@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ..errors import ContractViolation
 from ..events import StateDelta, StateSnapshot
-from ..state import apply_patch, checked_state, size_bound, state_chars
+from ..state import apply_patch, checked_state, copy_state, size_bound, state_chars
 
 
 class RunState:
@@ -27,7 +26,7 @@ class RunState:
 
     def copy(self) -> dict[str, Any] | None:
         """The state now, as a copy a backend may change freely."""
-        return copy.deepcopy(self.value) if self.value is not None else None
+        return copy_state(self.value) if self.value is not None else None
 
     @property
     def changed(self) -> bool:
@@ -70,7 +69,7 @@ class RunState:
         thread's state meanwhile); ValueError when they no longer apply."""
         value = stored
         for kind, change in self.changes:
-            value = copy.deepcopy(change) if kind == "snapshot" else apply_patch(value, change)
+            value = copy_state(change) if kind == "snapshot" else apply_patch(value, change)
         return checked_state(value, self.limit)
 
 

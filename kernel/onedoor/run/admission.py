@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable
 
 from ..content import ContentError, ContentLimits, Part, needs_backend, parse_content
 from ..errors import RunRefused
-from ..journal import RUN_ID
+from ..journal.cursors import RUN_ID
 from ..limits import Limits
 from ..messages import Message, normalize_history
 from ..questions import clip

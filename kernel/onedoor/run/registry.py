@@ -6,7 +6,6 @@ backend, hooks, store), so runs never reach into the kernel itself.
 from __future__ import annotations
 
 import asyncio
-import copy
 import os
 import threading
 import weakref
@@ -17,7 +16,7 @@ from ..errors import RunRefused
 from ..limits import Limits
 from ..port import CancelToken, RunContext, ToolSpec
 from ..questions import SILENT_DENY, Answer, Asker, Question, QuestionError, check_answer, clip
-from ..state import checked_state
+from ..state import checked_state, copy_state
 from ..threads import Thread, keeps_state
 from ._core import RunCore
 from ._leases import LeaseKeeper
@@ -112,7 +111,7 @@ class RunRegistry:
         if state is None:
             if not stored or thread is None:
                 return RunState(None, limit)
-            return RunState(copy.deepcopy(thread.state), limit, base, shown=bool(thread.state))
+            return RunState(copy_state(thread.state), limit, base, shown=bool(thread.state))
         try:
             value = checked_state(state, limit)
         except ValueError as exc:

@@ -193,7 +193,7 @@ class RunStream:
         try:
             yield RunStarted(run_id)
             if not self._resumed and core.state.shown_at_start:
-                yield StateSnapshot(core.state.copy() or {})
+                yield StateSnapshot(core.state.value or {})  # shared: a state is never changed in place
             terminal: Any = None
             try:
                 await self._start_run()

@@ -62,6 +62,20 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects in a parsed value nest deeper than ``limit`` (as
+    :func:`nesting_depth` counts them in its text)."""
+    stack = [(value, 1)] if type(value) in (dict, list) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if type(node) is dict else node:
+            if type(child) in (dict, list):
+                stack.append((child, depth + 1))
+    return False
+
+
 def _has_surrogate(value: Any) -> bool:
     if isinstance(value, str):
         return _SURROGATE.search(value) is not None
@@ -99,11 +113,8 @@ def decode_json(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) ->
         escaped = _SURROGATE_ESCAPE_TEXT.search(text) is not None
     if text.startswith("\ufeff"):
         text = text[1:]
-    # Cheap first: a text with fewer brackets than the limit cannot nest deeper.
-    if text.count("[") + text.count("{") > max_depth and nesting_depth(text) > max_depth:
-        raise WireError("too_deep", f"the JSON nests deeper than {max_depth} levels")
     try:
-        value = _decoder.decode(text)
+        value = _decoder.decode(text)  # a runaway nesting stops it with RecursionError
     except WireError:
         raise
     except RecursionError:
@@ -111,6 +122,10 @@ def decode_json(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) ->
     except ValueError as exc:  # JSONDecodeError, or int() over Python's digit limit
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise WireError("not_json", f"not valid JSON: {detail}") from None
+    # Only a text with more brackets than the limit can nest deeper; walking the parsed
+    # containers is several times cheaper than scanning the text for them.
+    if text.count("[") + text.count("{") > max_depth and _deeper_than(value, max_depth):
+        raise WireError("too_deep", f"the JSON nests deeper than {max_depth} levels")
     # A "\\uD83D" escape is legal JSON; alone (not followed by its low half) it makes a
     # string no UTF-8 writer can write. Only walk the value when the text had such an escape.
     if escaped and _has_surrogate(value):

@@ -66,6 +66,7 @@ class A2aDoor:
     name = "a2a"
     shapes = frozenset({"asgi", "rpc"})  # rpc: A2A over SLIM (slimrpc), see over_slim.py
     Options = A2aOptions
+    observes_requests = True  # each request inside observed_request (observed.py): the transport need not
 
     def __init__(self) -> None:
         self._root_card: Any = None  # the card endpoint, for the server root (see onedoor_http_app)

@@ -26,7 +26,6 @@ from onedoor import (
     ToolFinished,
     ToolStarted,
 )
-from onedoor.content import ContentLimits, parse_content
 from onedoor.events import ReplyPart
 from onedoor.messages import Message
 from onedoor.questions import APPROVAL, Answer, Question, closing_answer
@@ -172,12 +171,12 @@ async def _message(turn: Turn, blocks: list[dict[str, Any]], kernel: Any) -> str
                               max_bytes=kernel.limits.max_part_bytes)
 
 
-def user_message(message: str | list[dict[str, Any]], kernel: Any) -> dict[str, Any]:
-    """The prompt as a history message (its parts as the kernel checked them)."""
+def user_message(message: str | list[dict[str, Any]], run: Any) -> dict[str, Any]:
+    """The prompt as a history message: its text and parts as the kernel checked them for
+    ``run`` (not decoded a second time)."""
     if isinstance(message, str):
         return {"role": "user", "content": message}
-    text, parts = parse_content(message, ContentLimits.of(kernel.limits))
-    return Message("user", text, parts=parts).to_dict()
+    return Message("user", run.message, parts=run.parts).to_dict()
 
 
 async def run_turn(door: Any, session: Session, blocks: list[dict[str, Any]]) -> Any:
@@ -206,7 +205,7 @@ async def run_turn(door: Any, session: Session, blocks: list[dict[str, Any]]) ->
         raise
     turn.run = run
     try:
-        await door.sessions.begin_turn(session, turn, user_message(message, kernel))  # kept even if the process dies
+        await door.sessions.begin_turn(session, turn, user_message(message, run))  # kept even if the process dies
     except BaseException:
         await run.aclose()
         turn.release()

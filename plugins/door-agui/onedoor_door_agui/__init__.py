@@ -76,6 +76,7 @@ class AguiDoor:
     name = "agui"
     shapes = frozenset({"asgi"})
     Options = AguiOptions
+    observes_requests = True  # each request inside observed_request (app.py): the transport need not
 
     def asgi_mount(self, ctx: ServeContext) -> AsgiMount:
         from onedoor import AsgiMount

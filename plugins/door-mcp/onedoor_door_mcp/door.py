@@ -20,6 +20,7 @@ class McpDoor:
     shapes = frozenset({"asgi", "channel"})
     framing = "ndjson"
     Options = McpOptions
+    observes_requests = True  # each JSON-RPC request inside observed_request (server.py): the transport need not
 
     def _options(self, ctx: ServeContext) -> McpOptions:
         return ctx.options_for(self.name) or McpOptions()

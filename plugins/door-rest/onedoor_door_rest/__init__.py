@@ -69,6 +69,7 @@ class RestDoor:
     name = "rest"
     shapes = frozenset({"asgi"})
     Options = RestOptions
+    observes_requests = True  # each request inside observed_request (observing.py): the transport need not
 
     def asgi_mount(self, ctx: ServeContext) -> AsgiMount:
         from onedoor import AsgiMount

@@ -24,7 +24,9 @@ A run that asks (a tool approval, a question) ends its response with the questio
 ``/chat`` answers 200 with ``status: "needs_input"``, ``questions`` and ``resume_url``;
 the stream sends ``question_asked`` and then ``run_finished`` with stop_reason
 ``suspended``. The run waits, parked, until the answers come (or the questions expire:
-it then ends cancelled). The answers' response continues the same run.
+it then ends cancelled). The answers' response continues the same run. With a store that
+shares journals (PostgreSQL, SQLite with ``shared_journal``) the answers may be posted to
+any server sharing it: the reply is read from the run's journal (without ``state``).
 
 Every error, FastAPI's own included, is ``{"error": code, "detail": message}`` (the
 HTTP transport's shape, :mod:`onedoor_transport_http.errors`):

@@ -69,7 +69,8 @@ def add_events_route(app: Any, ctx: ServeContext, runs: Runs) -> None:
         journal = await journals.find(run_id, ctx.principal_of(request.scope))  # this server's, or (a store
         # that shares journals) the one another server is writing
         if journal is None:
-            return error_response(*UNKNOWN_RUN, f"no run {run_id!r} (unknown, or its events are no longer kept)")
+            status, code = UNKNOWN_RUN
+            return error_response(status, code, f"no run {run_id!r} (unknown, or its events are no longer kept)")
         try:
             source = await open_source(journal, seq_of(journal, after if after is not None else last_event_id))
         except CursorError as exc:

@@ -85,10 +85,10 @@ class JournalNews:
                 if self.listening:  # news may be missed from now on: everyone polls as without it
                     self.listening = False
                     self._tell_everyone()
-                conn, self._conn = self._conn, None
-                if conn is not None:
+                opened, self._conn = self._conn, None
+                if opened is not None:
                     with contextlib.suppress(Exception):
-                        await conn.close()
+                        await opened.close()
             await asyncio.sleep(pause)
             pause = min(pause * 2, RETRY_MAX)
 

@@ -4,7 +4,8 @@ Layers, outermost first: CORS (only when origins are listed, so preflights are a
 before auth; the allowed headers are the ones the doors declare), the :class:`Guard`
 (Host, Origin, token, content type, body size, JSON: see :mod:`.guard`; every path, with
 ``/healthz`` and ``/readyz`` exempt from the token only: they tell a caller without it no
-more than "ok" or "not ready"), the bare-prefix rewrite (``/mcp`` is served as
+more than "ok" or "not ready"), the request observers' layer (only when a hook observes
+requests: :mod:`.observing`), the bare-prefix rewrite (``/mcp`` is served as
 ``/mcp/``), then the router with one Mount per door. All layers are plain ASGI, so
 streaming responses pass through untouched, and nothing added by a door or by the
 ``onedoor_http_app`` hook can sit outside them.
@@ -22,6 +23,7 @@ from .errors import error_body, send_error
 from .guard import Guard
 from .health import HEALTH_PATH, READY_PATH, health_routes
 from .oauth import make_gate
+from .observing import observe_requests
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -119,8 +121,10 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, StoreUnavailable: store_unavailable})
     if ctx.hooks is not None:
         ctx.hooks.onedoor_http_app(app=app, ctx=ctx)
+    own_routes = frozenset(route.path for route in app.router.routes if isinstance(route, Route))
+    served = observe_requests(ExactPrefix(app, [m.prefix for m in mounts]), ctx.hooks, list(zip(doors, mounts)), own_routes)
     guarded: ASGIApp = Guard(
-        ExactPrefix(app, [m.prefix for m in mounts]),
+        served,
         mounts=mounts,
         endpoint=ctx.endpoint,
         tokens=options.principals(),

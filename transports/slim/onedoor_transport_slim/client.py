@@ -51,15 +51,18 @@ class SlimClient:
         await self._app.subscribe_async(sb.Name.from_string(me), self._conn)
         return self
 
-    async def open(self, name: str | None = None, *, probe_interval: float | None = None) -> SlimChannel:
-        """Open a session to ``name`` (default: the options' name)."""
+    async def open(
+        self, name: str | None = None, *, probe_interval: float | None = None, metadata: dict[str, str] | None = None
+    ) -> SlimChannel:
+        """Open a session to ``name`` (default: the options' name); ``metadata`` goes with the
+        session (W3C ``traceparent`` / ``tracestate``: the worker's observers continue that trace)."""
         sb, options = self._sb, self.options
         name = name or options.name
         target = sb.Name.from_string(name)
         if name not in self._routes:
             await self._app.set_route_async(target, self._conn)
             self._routes.add(name)
-        config = bindings.session_config(sb, options)
+        config = bindings.session_config(sb, options, metadata)
         budget = (options.session_retries + 1) * options.session_interval * 3 + 5.0
         try:
             session = await asyncio.wait_for(self._app.create_session_and_wait_async(config, target), budget)

@@ -1,5 +1,9 @@
 """The worker: listen as a SLIM name, give each incoming session to the door.
 
+Each session is served inside :func:`onedoor.observe.observed_request` (method
+``session``, meta: the W3C trace context in the session's metadata), so the runs of a
+session are inside it for an observer; it costs nothing when nobody observes requests.
+
 Several workers (separate processes, each its own SLIM identity) may serve the same
 name; the node spreads new sessions across them.
 """
@@ -12,6 +16,7 @@ import sys
 from typing import Any
 
 from onedoor import ServeContext
+from onedoor.observe import observed, observed_request, trace_meta
 
 from . import bindings
 from .channel import SlimChannel, refusal_notice
@@ -119,7 +124,10 @@ class Worker:
 
     async def _serve(self, channel: SlimChannel) -> None:
         try:
-            await self.door.serve_channel(channel, self.ctx)
+            hooks = self.ctx.hooks
+            meta = trace_meta(session_metadata(channel.session)) if observed(hooks, "onedoor_request_started") else {}
+            async with observed_request(hooks, door=self.door.name, transport="slim", method="session", meta=meta):
+                await self.door.serve_channel(channel, self.ctx)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - one session's failure is not the worker's
@@ -170,6 +178,14 @@ async def watch_node(options: SlimOptions, identity: Any) -> str:
         problem = await asyncio.to_thread(bindings.node_lost, options.endpoint, identity, options.connect_timeout)
         if problem:
             return f"lost the SLIM node at {options.endpoint} ({problem}); stopping so a supervisor can restart this worker"
+
+
+def session_metadata(session: Any) -> dict[str, str]:
+    """The metadata the client opened the session with (W3C trace context, say); {} if none."""
+    try:
+        return dict(session.metadata() or {})
+    except Exception:  # noqa: BLE001 - a session without metadata
+        return {}
 
 
 def _peer(session: Any) -> str:
