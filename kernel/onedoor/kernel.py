@@ -326,9 +326,8 @@ class Kernel:
         the answers are refused (``answered`` for the loser of two answering at once,
         ``expired`` when the run ended meanwhile or its server stopped).
 
-        ``names`` and ``notes`` (JSON) go with the answers to another server: it gives the run
-        those names and sets those notes (``kernel.journals.name`` / ``note``) before the
-        continuation's first event (a door that answered here sets its own).
+        ``names``/``notes`` (JSON) go with answers to another server: it gives them the run
+        (``journals.name``/``note``) before the continuation's first event.
         """
         try:
             parsed = [a if isinstance(a, Answer) else Answer.from_dict(a) for a in answers]
@@ -357,11 +356,7 @@ class Kernel:
         except (QuestionError, ValueError, KeyError, TypeError) as exc:
             log.info("run %s: answers from another server not taken (%s)", run_id, exc)
             return
-        journal = self.journals.start(stream, on_disconnect="finish")
-        for name in names:  # before the continuation's first event: the store has them first
-            self.journals.name(journal, name)
-        for key, value in notes.items():
-            self.journals.note(journal, key, value)
+        self.journals.adopt(self.journals.start(stream, on_disconnect="finish"), names, notes)
 
     def _cancel_parked(self, run_id: str, principal: str) -> None:
         stream = self._runs.find(run_id, principal)

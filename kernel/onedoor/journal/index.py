@@ -119,6 +119,14 @@ class Journals:
         journal.notes[key] = value
         self._noted(journal)
 
+    def adopt(self, journal: RunJournal, names: Any, notes: dict[str, Any]) -> None:
+        """Give a run just started (before its first event) the names and notes a door on
+        another server sent with its answers (``kernel.answer``)."""
+        for name in names:
+            self.name(journal, name)
+        for key, value in notes.items():
+            self.note(journal, key, value)
+
     def _noted(self, journal: RunJournal) -> None:
         journal.notes_version += 1
         if journal.writer is not None:
