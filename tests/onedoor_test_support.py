@@ -132,3 +132,30 @@ def node_or_skip(folder: Path | None = None, package: str = "") -> str:
     if folder is not None and package and not (folder / "node_modules" / package).exists():
         pytest.skip(f"{folder}/node_modules/{package} is missing: run `npm ci --prefix {folder}`")
     return node
+
+
+async def check_shared_journal_notes(one: Any, two: Any) -> None:
+    """Two stores on one database (``onedoor.journal.notes``): the doors' notes and names of a
+    run one store writes, the other reads, for the run's principal only; a name stays with
+    the run that took it first; the runs going on in a thread; all gone with the run."""
+    import uuid
+
+    run, other, thread = (f"{what}-{uuid.uuid4().hex[:8]}" for what in ("run", "other", "thread"))
+    lease = time.time() + 30
+    assert await one.journal_open(run, "alice", "server-1", thread, lease)
+    assert await two.journal_notes(run, "alice") is None and await two.journal_named(f"{run}-b", "alice") is None
+    await one.journal_note(run, '{"door":[1]}', [f"{run}-b"])
+    assert await two.journal_notes(run, "alice") == '{"door":[1]}' and await two.journal_notes(run, "bob") is None
+    assert await two.journal_named(f"{run}-b", "alice") == run and await two.journal_named(f"{run}-b", "bob") is None
+    await one.journal_note(run, '{"door":[1,2]}', [f"{run}-b", f"{run}-c"])
+    assert await two.journal_notes(run, "alice") == '{"door":[1,2]}' and await two.journal_named(f"{run}-c", "alice") == run
+    assert await one.journal_open(other, "alice", "server-1", None, lease)
+    await one.journal_note(other, "{}", [f"{run}-b", f"{other}-b"])
+    assert await two.journal_named(f"{run}-b", "alice") == run and await two.journal_named(f"{other}-b", "alice") == other
+    assert list(await two.journal_running(thread, "alice")) == [run] and list(await two.journal_running(thread, "bob")) == []
+    await one.journal_write(run, 1, [], lease_until=lease, ended=True)
+    assert list(await two.journal_running(thread, "alice")) == []
+    await one.journal_write(other, 1, [], lease_until=lease, ended=True)
+    await one.journal_prune(time.time() + 1)
+    assert await two.journal_notes(run, "alice") is None and await two.journal_named(f"{run}-c", "alice") is None
+    assert await two.journal_named(f"{other}-b", "alice") is None

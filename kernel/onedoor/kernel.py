@@ -311,7 +311,8 @@ class Kernel:
         return self._runs.resume(parsed, principal, door, run_id)
 
     async def answer(
-        self, answers: Iterable[Answer | dict], *, principal: str = LOCAL, door: str = "", run_id: str
+        self, answers: Iterable[Answer | dict], *, principal: str = LOCAL, door: str = "", run_id: str,
+        names: Sequence[str] = (), notes: dict[str, Any] | None = None,
     ) -> RunStream | RemoteAnswer:
         """Answer a parked run's questions wherever it is parked.
 
@@ -324,6 +325,9 @@ class Kernel:
         (:mod:`onedoor.journal.answers`). QuestionError with :meth:`resume`'s reasons when
         the answers are refused (``answered`` for the loser of two answering at once,
         ``expired`` when the run ended meanwhile or its server stopped).
+
+        ``names``/``notes`` (JSON) go with answers to another server: it gives them the run
+        (``journals.name``/``note``) before the continuation's first event.
         """
         try:
             parsed = [a if isinstance(a, Answer) else Answer.from_dict(a) for a in answers]
@@ -334,7 +338,7 @@ class Kernel:
         store = answer_store(self.store)
         if store is None or self._runs.find(run_id, principal) is not None or self._local_question(parsed, principal):
             return self._runs.resume(parsed, principal, door, run_id)
-        return await answer_elsewhere(store, run_id, principal, parsed, door)
+        return await answer_elsewhere(store, run_id, principal, parsed, door, names=names, notes=notes)
 
     def _local_question(self, answers: list[Answer], principal: str) -> bool:
         """Whether this server knows (or recently closed) a question these answers name."""
@@ -347,12 +351,12 @@ class Kernel:
         from .journal.answers import read_answers
 
         try:
-            answers, door = read_answers(text)
+            answers, door, names, notes = read_answers(text)
             stream = self._runs.resume(answers, principal, door, run_id)
         except (QuestionError, ValueError, KeyError, TypeError) as exc:
             log.info("run %s: answers from another server not taken (%s)", run_id, exc)
             return
-        self.journals.start(stream, on_disconnect="finish")
+        self.journals.adopt(self.journals.start(stream, on_disconnect="finish"), names, notes)
 
     def _cancel_parked(self, run_id: str, principal: str) -> None:
         stream = self._runs.find(run_id, principal)

@@ -147,10 +147,10 @@ async def test_what_the_door_knows_of_a_run_goes_with_its_journal():
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
         parked = await http.post("/", json=body)
         assert '"type":"interrupt"' in parked.text
-        assert segments.find(kernel.journals, "r-parked", "local") is not None
+        assert await segments.find(kernel.journals, "r-parked", "local") is not None
         assert (await http.get("/runs/r-parked/events")).status_code == 200
         await await_for(lambda: kernel.parked_runs == 0 and len(kernel.journals) == 0, "the run expired, its journal went")
-        assert segments.find(kernel.journals, "r-parked", "local") is None
+        assert await segments.find(kernel.journals, "r-parked", "local") is None
         gone = await http.get("/runs/r-parked/events")
         assert gone.status_code == 404 and gone.json()["error"] == "unknown_run"
     grown = [name for name, value in vars(app).items() if isinstance(value, (dict, list, set)) and value]

@@ -72,8 +72,8 @@ def test_bad_options_are_refused_before_anything_connects(cli, says, monkeypatch
 
 async def test_the_tables_are_made_on_first_use(postgres):
     with psycopg.connect(postgres.dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS onedoor_messages, onedoor_threads, onedoor_journal_events, onedoor_journal_runs, "
-                     "onedoor_thread_turns, onedoor_records")
+        conn.execute("DROP TABLE IF EXISTS onedoor_messages, onedoor_threads, onedoor_journal_events, onedoor_journal_notes, "
+                     "onedoor_journal_names, onedoor_journal_runs, onedoor_thread_turns, onedoor_records")
     store = PostgresThreadStore(postgres.dsn, pool_size=2)
     try:
         with psycopg.connect(postgres.dsn) as conn:
@@ -83,15 +83,15 @@ async def test_the_tables_are_made_on_first_use(postgres):
         with psycopg.connect(postgres.dsn) as conn:
             tables = {row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'onedoor_%'")}
         assert tables == {"onedoor_threads", "onedoor_messages", "onedoor_journal_runs", "onedoor_journal_events",
-                          "onedoor_thread_turns", "onedoor_records"}
+                          "onedoor_journal_notes", "onedoor_journal_names", "onedoor_thread_turns", "onedoor_records"}
     finally:
         await store.close()
 
 
 async def test_two_stores_starting_at_once_both_make_the_tables_safely(postgres):
     with psycopg.connect(postgres.dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS onedoor_messages, onedoor_threads, onedoor_journal_events, onedoor_journal_runs, "
-                     "onedoor_thread_turns, onedoor_records")
+        conn.execute("DROP TABLE IF EXISTS onedoor_messages, onedoor_threads, onedoor_journal_events, onedoor_journal_notes, "
+                     "onedoor_journal_names, onedoor_journal_runs, onedoor_thread_turns, onedoor_records")
     stores = [PostgresThreadStore(postgres.dsn, pool_size=1) for _ in range(4)]
     try:
         made = await asyncio.gather(*(store.create("alice") for store in stores))

@@ -142,7 +142,7 @@ async def _read_run(store: Any, run_id: str, principal: str) -> _Run | None:
 
 
 async def answer_elsewhere(store: Any, run_id: str, principal: str, answers: Sequence[Answer],
-                           door: str) -> RemoteAnswer:
+                           door: str, *, names: Sequence[str] = (), notes: dict[str, Any] | None = None) -> RemoteAnswer:
     """Leave ``answers`` for the server holding parked run ``run_id`` and wait until it takes
     them (see the module docstring); QuestionError if they are refused."""
     for _ in range(TRIES):
@@ -151,7 +151,8 @@ async def answer_elsewhere(store: Any, run_id: str, principal: str, answers: Seq
             raise QuestionError("unknown", f"run {clip(run_id)} has no open question "
                                 f"{clip(answers[0].question_id) if answers else ''}".rstrip())
         checked = run.check(answers, principal, run_id)
-        body = json.dumps({"answers": [a.to_dict() for a in checked], "door": door})
+        body = json.dumps({"answers": [a.to_dict() for a in checked], "door": door, "names": list(names),
+                           "notes": notes or {}})
         if await store.journal_answer(run_id, principal, run.last_seq, body):
             await _taken(store, run_id, principal, run.last_seq, checked)
             page = await store.journal_read(run_id, principal, 0, limit=0)
@@ -237,10 +238,13 @@ async def keep_parked(writer: Any, take: Callable[[str, str, str], None], cancel
         writer._wake.clear()
 
 
-def read_answers(text: str) -> tuple[list[Answer], str]:
-    """The answers (and the door) another server left (see :func:`answer_elsewhere`)."""
+def read_answers(text: str) -> tuple[list[Answer], str, list[str], dict[str, Any]]:
+    """The answers another server left, the door, and the run's names and notes that go
+    with them (see :func:`answer_elsewhere`)."""
     data = json.loads(text)
-    return [Answer.from_dict(a) for a in data["answers"]], str(data.get("door", ""))
+    names = [str(name) for name in data.get("names") or ()]
+    notes = data.get("notes") if isinstance(data.get("notes"), dict) else {}
+    return [Answer.from_dict(a) for a in data["answers"]], str(data.get("door", "")), names, notes
 
 
 __all__ = ["AnswerStore", "RemoteAnswer", "answer_elsewhere", "answer_store", "keep_parked", "read_answers"]

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from ..limits import Limits
 from .answers import answer_store, keep_parked
 from .local import ON_DISCONNECT, Journaled, RunJournal
+from .notes import read_notes, run_named, runs_on
 from .shared import LEASE_TTL, JournalWriter, RemoteJournal, fit_store, shared_store
 
 
@@ -80,7 +81,24 @@ class Journals:
         if local is not None or store is None or not isinstance(run_id, str):
             return local
         page = await store.journal_read(run_id, principal, 0, limit=0)
-        return RemoteJournal(store, run_id, principal, page) if page is not None else None
+        if page is None:
+            return None
+        remote = RemoteJournal(store, run_id, principal, page)
+        remote.notes = await read_notes(store, run_id, principal)
+        return remote
+
+    async def find_named(self, name: str, principal: str) -> RunJournal | RemoteJournal | None:
+        """:meth:`find` by the run's id or another name of it (:meth:`name`): this server's,
+        else the store's (names and notes shared: :mod:`onedoor.journal.notes`)."""
+        local = self.named(name, principal)
+        store = shared_store(self.store)
+        if local is not None or store is None or not isinstance(name, str):
+            return local
+        found = await self.find(name, principal)
+        if found is not None:
+            return found
+        run_id = await run_named(store, name, principal)
+        return await self.find(run_id, principal) if run_id is not None and run_id != name else None
 
     def kept(self, run_id: str) -> bool:
         """A journal of this run id (or name) is kept (anyone's)."""
@@ -93,6 +111,26 @@ class Journals:
         if name != journal.run_id and name not in journal.names:
             journal.names.append(name)
             self._names[name] = journal
+            self._noted(journal)
+
+    def note(self, journal: RunJournal, key: str, value: Any) -> None:
+        """Set a door's note of the run (``journal.notes[key]``, JSON for a store that shares
+        it: :mod:`onedoor.journal.notes`); a note set in place is shared by calling this again."""
+        journal.notes[key] = value
+        self._noted(journal)
+
+    def adopt(self, journal: RunJournal, names: Any, notes: dict[str, Any]) -> None:
+        """Give a run just started (before its first event) the names and notes a door on
+        another server sent with its answers (``kernel.answer``)."""
+        for name in names:
+            self.name(journal, name)
+        for key, value in notes.items():
+            self.note(journal, key, value)
+
+    def _noted(self, journal: RunJournal) -> None:
+        journal.notes_version += 1
+        if journal.writer is not None:
+            journal.writer.poke()
 
     def named(self, name: str, principal: str) -> RunJournal | None:
         """The journal of the run with this id or name, if it is ``principal``'s."""
@@ -105,6 +143,18 @@ class Journals:
     def of_thread(self, thread_id: str, principal: str) -> list[RunJournal]:
         """The kept journals of ``principal``'s runs on ``thread_id``, oldest first."""
         return [j for j in self._journals.values() if j.thread_id == thread_id and j.principal == principal]
+
+    async def others_on_thread(self, thread_id: str, principal: str, *, ended: bool = False) -> list[RemoteJournal]:
+        """The runs of ``principal`` another server is writing on ``thread_id`` (also one
+        waiting for answers; ``ended``: also those the store keeps that have ended, last
+        to end first), at most four: with a store that shares journals and notes, else none."""
+        store = shared_store(self.store)
+        found: list[RemoteJournal] = []
+        for run_id in await runs_on(store, thread_id, principal, ended) if store is not None else ():
+            journal = None if self.get(run_id, principal) is not None else await self.find(run_id, principal)
+            if isinstance(journal, RemoteJournal) and (ended or not journal.done):
+                found.append(journal)
+        return found
 
     def forget_thread(self, thread_id: str, principal: str) -> int:
         """Drop the journals of a deleted thread at once (they hold its text): readers find

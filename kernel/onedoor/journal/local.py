@@ -63,6 +63,7 @@ class RunJournal:
         self.dropped = False  # no longer kept by the kernel (retention, budget, deleted thread)
         self.names: list[str] = []  # other names doors gave the run (Journals.name)
         self.notes: dict[str, Any] = {}  # what doors keep about the run, one key per door; it goes with the journal
+        self.notes_version = 0  # counts changes of notes and names (Journals.note, Journals.name): what a store lacks
 
     @property
     def last_seq(self) -> int:

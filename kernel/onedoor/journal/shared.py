@@ -51,6 +51,7 @@ from ..errors import OnedoorError
 from ..events import STOP_SUSPENDED, Event, RunFailed, RunFinished, event_from_json, event_to_json
 from .cursors import CursorExpired
 from .news import NEWS_POLL, _News, watch  # noqa: F401 - NEWS_POLL: read here by older code
+from .notes import share_notes
 
 log = logging.getLogger("onedoor.journal")
 
@@ -143,6 +144,7 @@ class JournalWriter:
         self.retention = retention
         self.parked_for = parked_for  # how long a parked run's lease lasts (it waits for answers)
         self.written = 0  # the last number the store holds
+        self.noted = 0  # the journal's notes_version the store holds
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.failed = False
@@ -201,6 +203,8 @@ class JournalWriter:
         pending = [event_to_json(e) for e in journal.events_after(self.written)]
         ended = journal.done
         parked = not ended and not journal.running and upto >= journal.last_seq
+        if journal.notes_version != self.noted and not await share_notes(self):  # before the events after them
+            return True
         cancel = await self._until_stored(lambda: store.journal_write(
             journal.run_id, self.written + 1, pending,
             lease_until=time.time() + (self.parked_for if parked and not self.while_parked else LEASE_TTL),
@@ -256,6 +260,8 @@ class RemoteJournal:
         self.last_seq = page.last_seq
         self.done = page.ended
         self.running = not page.ended
+        self.names: list[str] = []
+        self.notes: dict[str, Any] = {}  # the doors' notes the store keeps (Journals.find reads them)
 
     def cursor(self, seq: int) -> str:
         return f"{self.run_id}:{self.epoch}:{seq}"

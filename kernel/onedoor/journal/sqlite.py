@@ -30,6 +30,15 @@ CREATE TABLE IF NOT EXISTS journal_events (
     body TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS journal_notes (
+    run_id TEXT PRIMARY KEY REFERENCES journal_runs (run_id) ON DELETE CASCADE,
+    notes TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS journal_names (
+    name TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES journal_runs (run_id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS journal_names_run ON journal_names (run_id);
 """
 
 
@@ -127,3 +136,34 @@ def live_on(db: sqlite3.Connection, thread_id: str, besides: str) -> bool:
         (thread_id, besides, time.time()),
     ).fetchone()
     return row is not None
+
+
+def note(db: sqlite3.Connection, run_id: str, notes: str, names: Sequence[str]) -> None:
+    """Keep a run's doors' notes and names (:mod:`onedoor.journal.notes`); a name is never
+    taken from another run."""
+    with db:
+        db.execute("INSERT INTO journal_notes VALUES (?, ?) ON CONFLICT (run_id) DO UPDATE SET notes = excluded.notes",
+                   (run_id, notes))
+        db.executemany("INSERT OR IGNORE INTO journal_names VALUES (?, ?)", [(name, run_id) for name in names])
+
+
+def notes_of(db: sqlite3.Connection, run_id: str, principal: str) -> str | None:
+    row = db.execute(
+        "SELECT n.notes FROM journal_notes n JOIN journal_runs r ON r.run_id = n.run_id "
+        "WHERE n.run_id = ? AND r.principal = ?", (run_id, principal)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def named(db: sqlite3.Connection, name: str, principal: str) -> str | None:
+    row = db.execute(
+        "SELECT n.run_id FROM journal_names n JOIN journal_runs r ON r.run_id = n.run_id "
+        "WHERE n.name = ? AND r.principal = ?", (name, principal)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def running(db: sqlite3.Connection, thread_id: str, principal: str, ended: bool) -> list[str]:
+    rows = db.execute(
+        "SELECT run_id FROM journal_runs WHERE thread_id = ? AND principal = ? "
+        "AND (? OR (ended_at IS NULL AND lease_until > ?)) ORDER BY ended_at IS NOT NULL, COALESCE(ended_at, lease_until) DESC LIMIT 4",
+        (thread_id, principal, ended, time.time())).fetchall()
+    return [str(row[0]) for row in rows]

@@ -284,6 +284,18 @@ class SQLiteThreadStore:
     async def journal_prune(self, ended_before: float) -> int:
         return await self._call(lambda db: sqlite_journal.prune(db, ended_before))
 
+    async def journal_note(self, run_id: str, notes: str, names: Sequence[str]) -> None:
+        await self._call(lambda db: sqlite_journal.note(db, run_id, notes, names))
+
+    async def journal_notes(self, run_id: str, principal: str) -> str | None:
+        return await self._call(lambda db: sqlite_journal.notes_of(db, run_id, principal))
+
+    async def journal_named(self, name: str, principal: str) -> str | None:
+        return await self._call(lambda db: sqlite_journal.named(db, name, principal))
+
+    async def journal_running(self, thread_id: str, principal: str, *, ended: bool = False) -> Sequence[str]:
+        return await self._call(lambda db: sqlite_journal.running(db, thread_id, principal, ended))
+
 
 def _forget_the_log(db: sqlite3.Connection, attempts: int = 20) -> None:
     """After a delete: the write-ahead log still holds the pages as they were (the deleted

@@ -261,7 +261,7 @@ class AguiApp(ResumeRoutes):
         def encode(pair: tuple[int, Any]) -> bytes:
             event = pair[1]
             if type(event) is QuestionAsked:  # its resume carries the calls this run leaves open
-                segment.left_open = translator.open_calls()
+                segments.leave_open(journals, journal, segment, translator.open_calls())
             return translator.feed_sse(event)
 
         await self._send_stream(scope, receive, send, JournalSource(journal, after=segment.after), encode, translator)
@@ -282,7 +282,7 @@ class AguiApp(ResumeRoutes):
 
     async def _running_on(self, principal: str, thread_id: str) -> dict[str, Any] | None:
         """The run going on in a thread, for the thread endpoint (the page reattaches to it)."""
-        segment = segments.running_on(self.kernel.journals, principal, thread_id)
+        segment = await segments.running_on(self.kernel.journals, principal, thread_id)
         return None if segment is None else {"runId": segment.agui_run_id}
 
     async def cancel(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
@@ -294,7 +294,7 @@ class AguiApp(ResumeRoutes):
             await send_error(send, 422, "invalid_request", "send {\"runId\": ..., \"threadId\": ...}")
             return
         principal = self.principal_of(scope)
-        found = segments.find(self.kernel.journals, run_id, principal)
+        found = await segments.find(self.kernel.journals, run_id, principal)
         cancelled = False
         if found is not None and data.get("threadId", found[1].thread_id) == found[1].thread_id:
             cancelled = not found[0].done and await self.kernel.cancel_run(found[0].run_id, principal=principal)
@@ -307,7 +307,7 @@ class AguiApp(ResumeRoutes):
         """``GET /runs/{runId}/events``: an AG-UI run again, translated afresh from its first
         event with the same message ids; each frame group carries its journal cursor as
         ``id:``, and with ``Last-Event-ID`` (or ``?after=``) only what came after it is sent."""
-        found = segments.find(self.kernel.journals, run_id, self.principal_of(scope))
+        found = await segments.find(self.kernel.journals, run_id, self.principal_of(scope))
         if found is None:
             await send_error(send, *UNKNOWN_RUN, f"no run {clip(run_id)} to follow (unknown, or ended too long ago)")
             return

@@ -47,6 +47,19 @@ SCHEMA = (
         PRIMARY KEY (run_id, seq)
     )
     """,
+    """
+    CREATE TABLE IF NOT EXISTS onedoor_journal_notes (
+        run_id text COLLATE "C" PRIMARY KEY REFERENCES onedoor_journal_runs (run_id) ON DELETE CASCADE,
+        notes text NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS onedoor_journal_names (
+        name text COLLATE "C" PRIMARY KEY,
+        run_id text COLLATE "C" NOT NULL REFERENCES onedoor_journal_runs (run_id) ON DELETE CASCADE
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS onedoor_journal_names_run ON onedoor_journal_names (run_id)",
 )
 
 
@@ -161,6 +174,46 @@ async def prune(conn: Any, ended_before: float) -> int:
 
 async def forget_thread(conn: Any, thread_id: str, principal: str) -> None:
     await conn.execute("DELETE FROM onedoor_journal_runs WHERE thread_id = %s AND principal = %s", (thread_id, principal))
+
+
+NOTE = f"""{NO_WAIT},
+    kept AS (
+        INSERT INTO onedoor_journal_notes SELECT %(run)s, %(notes)s FROM no_wait
+        ON CONFLICT (run_id) DO UPDATE SET notes = EXCLUDED.notes
+    )
+    INSERT INTO onedoor_journal_names SELECT name, %(run)s FROM no_wait, unnest(%(names)s::text[]) AS n (name)
+    ON CONFLICT DO NOTHING
+"""
+
+
+async def note(conn: Any, run_id: str, notes: str, names: Sequence[str]) -> None:
+    """Keep a run's doors' notes and names (``onedoor.journal.notes``): one statement; a name
+    is never taken from another run."""
+    await conn.execute(NOTE, {"run": run_id, "notes": notes, "names": list(names)})
+
+
+async def notes_of(conn: Any, run_id: str, principal: str) -> str | None:
+    cursor = await conn.execute(
+        "SELECT n.notes FROM onedoor_journal_notes n JOIN onedoor_journal_runs r ON r.run_id = n.run_id "
+        "WHERE n.run_id = %s AND r.principal = %s", (run_id, principal))
+    row = await cursor.fetchone()
+    return None if row is None else str(row[0])
+
+
+async def named(conn: Any, name: str, principal: str) -> str | None:
+    cursor = await conn.execute(
+        "SELECT n.run_id FROM onedoor_journal_names n JOIN onedoor_journal_runs r ON r.run_id = n.run_id "
+        "WHERE n.name = %s AND r.principal = %s", (name, principal))
+    row = await cursor.fetchone()
+    return None if row is None else str(row[0])
+
+
+async def running(conn: Any, thread_id: str, principal: str, ended: bool) -> list[str]:
+    cursor = await conn.execute(
+        "SELECT run_id FROM onedoor_journal_runs WHERE thread_id = %s AND principal = %s "
+        "AND (%s OR (ended_at IS NULL AND lease_until > %s)) ORDER BY ended_at DESC NULLS FIRST, lease_until DESC LIMIT 4",
+        (thread_id, principal, ended, time.time()))
+    return [str(row[0]) for row in await cursor.fetchall()]
 
 
 async def live_on(conn: Any, thread_id: str, besides: str) -> bool:

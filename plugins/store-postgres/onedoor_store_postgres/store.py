@@ -339,6 +339,22 @@ class PostgresThreadStore:
         async with self._connection() as conn:
             return await journal.prune(conn, ended_before)
 
+    async def journal_note(self, run_id: str, notes: str, names: Sequence[str]) -> None:
+        async with self._connection() as conn:
+            await journal.note(conn, run_id, notes, names)
+
+    async def journal_notes(self, run_id: str, principal: str) -> str | None:
+        async with self._connection() as conn:
+            return await journal.notes_of(conn, run_id, principal)
+
+    async def journal_named(self, name: str, principal: str) -> str | None:
+        async with self._connection() as conn:
+            return await journal.named(conn, name, principal)
+
+    async def journal_running(self, thread_id: str, principal: str, *, ended: bool = False) -> Sequence[str]:
+        async with self._connection() as conn:
+            return await journal.running(conn, thread_id, principal, ended)
+
 
 def _thread(row: Any) -> Thread | None:
     if row is None:
