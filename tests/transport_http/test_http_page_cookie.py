@@ -256,3 +256,52 @@ def test_a_real_server_restart_refuses_the_docs_pages_old_cookie():
     with start_server(args) as server:
         again = httpx.get(server.base_url + "/rest/openapi.json", headers={"cookie": cookie, **same_origin}, timeout=30)
         refused(again, INVALID)
+
+
+# -- several servers behind one balancer: page_cookie_secret ----------------------------------
+SECRET = "page-cookie-shared-secret-0123456789abcdef"
+SEEN = "127.0.0.1:9443"  # the port the browser sees: the balancer's, not either server's
+
+
+def open_page_as_seen(base: str) -> tuple[str, str]:
+    navigation = {"sec-fetch-site": "none", "sec-fetch-mode": "navigate", "host": SEEN}
+    r = httpx.get(base + PAGE, params={"token": TOKEN}, headers=navigation)
+    assert r.status_code == 200, r.text
+    return tuple(r.headers["set-cookie"].split(";", 1)[0].split("=", 1))  # type: ignore[return-value]
+
+
+def from_the_page(base: str, name: str, value: str) -> httpx.Response:
+    return with_cookie(base, name, value, method="POST", host=SEEN, origin=f"http://{SEEN}", sec_fetch_site="same-origin")
+
+
+def test_servers_sharing_a_cookie_secret_take_each_others_page_cookies():
+    """One server gives the page its cookie, the next request goes to another (round robin):
+    with the same page_cookie_secret it is good there, named after the port the browser sees,
+    and still only from the page; without the secret, or with another, it is refused."""
+    with serve(page_cookie_secret=SECRET) as first, serve(page_cookie_secret=SECRET) as second, \
+            serve() as unshared, serve(page_cookie_secret=SECRET[::-1]) as other:
+        name, value = open_page_as_seen(first.base_url)
+        assert name == "onedoor_token_9443"
+        for server in (first, second):
+            r = from_the_page(server.base_url, name, value)
+            assert r.status_code == 200 and r.json()["principal"] == "local", r.text
+            refused(with_cookie(server.base_url, name, value, method="POST", host=SEEN), NO_PROOF)  # a replay
+        refused(from_the_page(unshared.base_url, name, value), "missing bearer token")  # named after its own port
+        refused(from_the_page(other.base_url, name, value), INVALID)
+
+
+def test_a_shared_cookie_outlives_a_restart_but_not_its_max_age(monkeypatch):
+    cookies = PageCookies([(TOKEN.encode(), "local")], max_age=60, secret=SECRET.encode())
+    value = cookies.issue(0, PAGE).encode()
+    assert PageCookies([(TOKEN.encode(), "local")], max_age=60, secret=SECRET.encode()).check(value) == ("local", PAGE)
+    import time
+
+    later = time.time() + 61
+    assert PageCookies([(TOKEN.encode(), "local")], max_age=60, secret=SECRET.encode(),
+                       clock=lambda: later).check(value) == EXPIRED
+    assert PageCookies([(BOB.encode(), "bob")], max_age=60, secret=SECRET.encode()).check(value) == INVALID
+
+
+def test_a_short_cookie_secret_is_refused():
+    with pytest.raises(ValueError, match="page_cookie_secret"):
+        HttpOptions(token=TOKEN, page_cookie_secret="short")

@@ -47,6 +47,10 @@ class HttpOptions:
     cookie_max_age: int = field(
         default=4 * 3600, metadata={"help": "seconds the cookie of a page opened with ?token= stays valid"}
     )
+    page_cookie_secret: str = field(default="", metadata={
+        "secret": True,
+        "help": "servers behind one balancer: the same secret (32+ characters) on each makes the page's cookie good "
+                "on all of them (and across restarts, within cookie_max_age); unset: each server start has its own"})
     shutdown_grace: float = field(default=5.0, metadata={"help": "seconds open streams get to end on shutdown"})
     drain_grace: float = field(default=0.0, metadata={
         "help": "on SIGTERM, seconds the runs going on get to finish before the rest are cancelled (new runs are "
@@ -84,6 +88,8 @@ class HttpOptions:
             raise ValueError("max_body_bytes must be at least 1024")
         if self.cookie_max_age < 1:
             raise ValueError("cookie_max_age must be at least 1 second")
+        if self.page_cookie_secret and len(self.page_cookie_secret) < 32:
+            raise ValueError("page_cookie_secret must be at least 32 characters")
         from .oauth import check_options
 
         check_options(self)

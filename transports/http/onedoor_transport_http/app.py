@@ -135,6 +135,7 @@ def build_app(doors: list[Any], ctx: ServeContext, options: HttpOptions) -> tupl
         public_paths=tuple(path for m in mounts for path in m.public_paths) + (oauth.public_paths if oauth else ()),
         cookie_max_age=options.cookie_max_age,
         oauth=oauth,
+        cookie_secret=options.page_cookie_secret,
     )
     if options.cors_origins:
         guarded = _cors(guarded, list(options.cors_origins), mounts, oauth=oauth is not None)

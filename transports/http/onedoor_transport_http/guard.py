@@ -124,10 +124,11 @@ class Guard:
         public_paths: Iterable[str] = (),
         cookie_max_age: int = DEFAULT_MAX_AGE,
         oauth: "OAuthGate | None" = None,
+        cookie_secret: str = "",
     ) -> None:
         self.app = app
         self.endpoint = endpoint
-        self.auth = TokenAuth(token, tokens, cookie_max_age)
+        self.auth = TokenAuth(token, tokens, cookie_max_age, cookie_secret)
         self.oauth = oauth  # an authorization server's tokens, beside the static ones (:mod:`.oauth`)
         self.checks_tokens = bool(self.auth) or oauth is not None
         self.max_body = max_body

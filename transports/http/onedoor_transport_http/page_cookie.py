@@ -7,6 +7,11 @@ principal, is never the token, is refused after ``max_age`` seconds (the browser
 it then too: ``Max-Age``) and by any other server start (a restart, another port).
 Nothing is stored per cookie.
 
+Several servers behind one balancer share a ``page_cookie_secret`` instead: the key is
+derived from it (and the token), the issue time is the wall clock, and the cookie is named
+after the port the browser sees (the ``Host`` header's), so a cookie one server issued is
+good on the others and across their restarts, still for at most ``max_age`` seconds.
+
 Cookies are not isolated by port, and a replayed cookie is not a browser page: a request
 that carries only the cookie (no ``Authorization``) must also show it comes from a page
 of this server (:func:`page_proof`):
@@ -95,10 +100,15 @@ class PageCookies:
     """Issues and checks page cookies for the accepted tokens, under a key of this server start."""
 
     def __init__(self, tokens: Iterable[tuple[bytes, str]], max_age: int = DEFAULT_MAX_AGE,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] | None = None, secret: bytes = b"") -> None:
         if max_age < 1:
             raise ValueError("a page cookie's max age is at least 1 second")
-        start_key = secrets.token_bytes(32)
+        self.shared = bool(secret)  # good on every server with the same secret (and token)
+        if secret:
+            start_key = hmac.new(secret, b"onedoor/page-cookie/v1", hashlib.sha256).digest()
+        else:
+            start_key = secrets.token_bytes(32)
+        clock = clock or (time.time if secret else time.monotonic)
         # one key per token: a cookie names the token (its principal) it was issued for
         self.keys = [(hmac.new(start_key, token, hashlib.sha256).digest(), principal) for token, principal in tokens]
         self.max_age = max_age

@@ -33,6 +33,15 @@ def cookie_name(scope: Scope) -> str:
     return _cookie_name(server[1] if server else 0)
 
 
+def seen_cookie_name(scope: Scope, host: str) -> str:
+    """The page cookie's name after the port the browser sees (``Host``), for servers that
+    share their cookies behind one balancer (each listens on a port of its own)."""
+    _, sep, port = host.rpartition(":")
+    if sep and port.isdigit() and "]" not in port:
+        return _cookie_name(int(port))
+    return _cookie_name(443 if scope.get("scheme") in ("https", "wss") else 80)
+
+
 def _as(scope: Scope, principal: str, query: bytes | None = None) -> Scope:
     """``scope`` naming its principal (and with the token taken out of the query)."""
     changed = dict(scope)
@@ -71,13 +80,13 @@ class TokenAuth:
     """The accepted tokens (each naming a principal) and the page cookies issued for them."""
 
     def __init__(self, token: str = "", tokens: Mapping[str, str] | None = None,
-                 cookie_max_age: int = DEFAULT_MAX_AGE) -> None:
+                 cookie_max_age: int = DEFAULT_MAX_AGE, cookie_secret: str = "") -> None:
         accepted = dict(tokens or {})
         if token:
             accepted[token] = LOCAL_PRINCIPAL
         # (token, principal), every one compared on every request
         self.tokens = [(t.encode(), p) for t, p in accepted.items()]
-        self.cookies = PageCookies(self.tokens, cookie_max_age)
+        self.cookies = PageCookies(self.tokens, cookie_max_age, secret=cookie_secret.encode())
 
     def __bool__(self) -> bool:
         """Whether the server asks for a token at all."""
@@ -120,12 +129,17 @@ class TokenAuth:
                 return scope, send, WRONG_TOKEN
             if not prefix and scope.get("path") == "/":
                 return _as(scope, self.tokens[index][1]), send, None  # the root redirects to a page, with the query
-            return _as(scope, self.tokens[index][1], rest), self._setting_cookie(scope, send, index, prefix), None
-        cookie = _cookie(headers[b"cookie"], cookie_name(scope).encode()) if b"cookie" in headers else None
+            return _as(scope, self.tokens[index][1], rest), self._setting_cookie(scope, send, index, prefix, headers), None
+        cookie = _cookie(headers[b"cookie"], self._name(scope, headers).encode()) if b"cookie" in headers else None
         if cookie is None:
             return scope, send, MISSING_TOKEN
         principal, why = self._cookie_principal(scope, headers, cookie)
         return (scope, send, why) if principal is None else (_as(scope, principal), send, None)
+
+    def _name(self, scope: Scope, headers: dict[bytes, bytes]) -> str:
+        if self.cookies.shared:
+            return seen_cookie_name(scope, _text(headers.get(b"host")) or "")
+        return cookie_name(scope)
 
     def _cookie_principal(self, scope: Scope, headers: dict[bytes, bytes], cookie: bytes) -> tuple[str | None, str]:
         """(principal, "") for a page cookie sent by a page of this server, else (None, why)."""
@@ -145,12 +159,12 @@ class TokenAuth:
             return None, NOT_THE_PAGE.format(page=page[:200])
         return principal, ""
 
-    def _setting_cookie(self, scope: Scope, send: Send, index: int, prefix: str) -> Send:
+    def _setting_cookie(self, scope: Scope, send: Send, index: int, prefix: str, headers: dict[bytes, bytes]) -> Send:
         """``send`` that adds the page cookie (and sets the referrer policy) on the response start.
         The cookie's path is the door's prefix (``/`` for routes outside the doors)."""
         value = self.cookies.issue(index, scope.get("path", ""))
         secure = scope.get("scheme") in ("https", "wss")
-        cookie = self.cookies.header(cookie_name(scope), value, prefix or "/", secure)
+        cookie = self.cookies.header(self._name(scope, headers), value, prefix or "/", secure)
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -164,4 +178,4 @@ class TokenAuth:
         return sending
 
 
-__all__ = ["PAGE_METHODS", "TokenAuth", "cookie_name"]
+__all__ = ["PAGE_METHODS", "TokenAuth", "cookie_name", "seen_cookie_name"]
