@@ -30,7 +30,7 @@ from urllib.parse import parse_qs
 from onedoor import CursorExpired, RunJournal, read_cursor
 from onedoor.journal import StoreOutage
 
-from .sse import MAX_PENDING, EventStream, _Flow, cancel_on_disconnect
+from .sse import MAX_PENDING, EventStream, _Flow
 
 log = logging.getLogger("onedoor.transport.http")
 
@@ -157,33 +157,8 @@ class JournalEventStream(EventStream):
     events are pushed to it (``source.pushes``); the same response otherwise (headers,
     coalescing, keep-alives, backpressure, one ending, disconnects)."""
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if not getattr(self.run, "pushes", False):
-            await super().__call__(scope, receive, send)
-            return
-        await send({"type": "http.response.start", "status": 200, "headers": self.headers})
-        flow = _PushedFlow(self)
-        loop = asyncio.get_running_loop()
-        pumping = loop.create_task(flow.pump())
-        helpers = [loop.create_task(cancel_on_disconnect(receive, self.run))]
-        if self.keepalive > 0:
-            helpers.append(loop.create_task(flow.tick(self.keepalive)))
-        try:
-            await flow.write(send)
-        finally:
-            flow.stopping = True
-            flow.room.set()
-            for task in helpers:
-                task.cancel()
-            if not pumping.done():
-                self.run.cancel()
-                pumping.cancel()
-                await asyncio.gather(pumping, return_exceptions=True)
-            if not flow.finished:  # cut short (server shutdown, a failed write): still try to end properly
-                try:
-                    await send({"type": "http.response.body", "body": b"".join(flow.frames), "more_body": False})
-                except Exception:  # noqa: BLE001 - the connection is gone; nothing left to tell
-                    pass
+    def _flow(self) -> _Flow:
+        return _PushedFlow(self) if getattr(self.run, "pushes", False) else super()._flow()
 
 
 class _PushedFlow(_Flow):

@@ -105,9 +105,13 @@ class EventStream:
             return b""
 
     # -- ASGI -------------------------------------------------------------------------
+    def _flow(self) -> "_Flow":
+        """What fills and empties this response's frames (a subclass may push them instead)."""
+        return _Flow(self)
+
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.headers})
-        flow = _Flow(self)
+        flow = self._flow()
         loop = asyncio.get_running_loop()
         pumping = loop.create_task(flow.pump())
         helpers = [loop.create_task(cancel_on_disconnect(receive, self.run))]
