@@ -105,11 +105,11 @@ class Elsewhere:
         elif updated_at >= self.tasks.started_at:
             return None
         waiting = task.status.state in INTERRUPTED_TASK_STATES
-        await self._store_ending(task, TaskState.TASK_STATE_CANCELED if waiting else TaskState.TASK_STATE_FAILED,
+        await self.store_ending(task, TaskState.TASK_STATE_CANCELED if waiting else TaskState.TASK_STATE_FAILED,
                                  GONE_WAITING if waiting else GONE, context)
         return task
 
-    async def _store_ending(self, task: Task, state: int, note: str, context: Any) -> None:
+    async def store_ending(self, task: Task, state: int, note: str, context: Any) -> None:
         from a2a.helpers import new_text_part
 
         collected = _Collected()
