@@ -151,10 +151,11 @@ async def test_subscribe_and_cancel_through_the_other_server(pair: tuple[A2aServ
 async def test_an_answer_through_the_other_server(pair: tuple[A2aServer, A2aServer]) -> None:
     first, second = pair
     colour = f"teal-{uuid.uuid4().hex[:6]}"
+    prompt = f"Which colour for {colour}?"
     async with authorized() as http:
         _, on_first, _ = await clients(http, first.a2a_url)
         _, on_second, _ = await clients(http, second.a2a_url)
-        task = await send(on_first, ask("/question Which colour?"))
+        task = await send(on_first, ask(f"/question {prompt}"))
         assert task.status.state == INPUT_REQUIRED
         answered = await send(on_second, ask(colour, task_id=task.id, context_id=task.context_id))
         assert answered.status.state == COMPLETED, answered.status
@@ -162,15 +163,17 @@ async def test_an_answer_through_the_other_server(pair: tuple[A2aServer, A2aServ
         for client in (on_first, on_second):
             got = await client.get_task(GetTaskRequest(id=task.id))
             assert got.status.state == COMPLETED and reply_of(got) == reply_of(answered)
-            assert _user_texts(got) == ["/question Which colour?", colour]
+            assert _user_texts(got) == [f"/question {prompt}", colour]
             agent = [get_message_text(m) for m in got.history if m.role == Role.ROLE_AGENT]
-            assert any(text.startswith("Which colour?") for text in agent), agent  # the question, in the history
+            assert any(text.startswith(prompt) for text in agent), agent  # the question, in the history
         # a second answer, through either server: the task has ended, the answer is refused
         for client in (on_first, on_second):
             with pytest.raises(A2AError, match="terminal state|answered already"):
                 await send(client, ask("red", task_id=task.id, context_id=task.context_id))
-        again = await on_first.get_task(GetTaskRequest(id=task.id))
-        assert again.status.state == COMPLETED and reply_of(again) == reply_of(answered)
+        first.outcome_of(prompt)  # the run ended on the first server (its door hears of it and lets the task go)
+        for client in (on_first, on_second):
+            again = await client.get_task(GetTaskRequest(id=task.id))
+            assert again.status.state == COMPLETED and reply_of(again) == reply_of(answered), again.status
     for server in pair:
         assert traceback_in(server.stderr()) is None, server.stderr()[-3000:]
 

@@ -30,7 +30,9 @@ The run goes through its journal (``kernel.journals``, ``on_disconnect="finish"`
 store that shares journals, another server follows it (``SubscribeToTask``) and cancels
 it (:mod:`.elsewhere`). ``CancelTask`` cancels the run (``kernel.cancel_run``: the backend
 is told and stops); a client that only goes away does not (A2A tasks outlive their
-streams; ``SubscribeToTask`` re-attaches). An input-required task whose run ends without an answer (its question
+streams; ``SubscribeToTask`` re-attaches). An answer to a task whose run waits on another
+server is given to it through the store (``kernel.answer``, :mod:`.remote`); its
+continuation, read from the run's journal, goes through the same translation. An input-required task whose run ends without an answer (its question
 expired, its thread was deleted) ends ``canceled`` saying why (:mod:`.parked`). With a
 thread store, the A2A ``contextId`` names the caller's onedoor thread the run continues
 (``kernel.threads.open``).
@@ -96,7 +98,7 @@ def trace_of(context: RequestContext) -> dict[str, str]:
 
 
 class KernelExecutor(AgentExecutor):
-    """Runs every A2A task through ``kernel.run`` (or ``kernel.resume`` for an answer).
+    """Runs every A2A task through ``kernel.run`` (or ``kernel.answer`` for an answer: :mod:`.remote`).
 
     It keeps only what the kernel cannot know: the runs started for new tasks until their
     ``execute`` takes them (each holds a kernel slot, so at most ``max_concurrent_runs``),
