@@ -246,3 +246,22 @@ def httpx_timeout() -> object:
     import httpx
 
     return httpx.Timeout(60.0)
+
+
+async def test_a_message_that_answers_nothing_through_the_other_server(pair: tuple[A2aServer, A2aServer]) -> None:
+    """It asks again, as on the server that asked; the run still waits, and a real answer
+    through the same server then completes the task."""
+    first, second = pair
+    async with authorized() as http:
+        _, on_first, _ = await clients(http, first.a2a_url)
+        _, on_second, _ = await clients(http, second.a2a_url)
+        task = await send(on_first, ask('/ask word_count {"text": "x"}'))
+        assert task.status.state == INPUT_REQUIRED
+        again = await send(on_second, ask("perhaps", task_id=task.id, context_id=task.context_id))
+        assert again.status.state == INPUT_REQUIRED
+        assert get_message_text(again.status.message).startswith("That did not answer the question"), again.status
+        answered = await send(on_second, ask("no", task_id=task.id, context_id=task.context_id))
+        assert answered.status.state == COMPLETED
+        assert reply_of(answered) == "Not approved (reject_once): did not run word_count"
+        got = await on_first.get_task(GetTaskRequest(id=task.id))
+        assert got.status.state == COMPLETED and _user_texts(got)[-2:] == ["perhaps", "no"]
