@@ -183,6 +183,8 @@ class KernelExecutor(AgentExecutor):
             link = TaskLink(updater, principal, context.context_id if self.kernel.threads.kept else None,
                             self._sends(context))
             self.links[task_id] = link
+            if answered is not None and current is not None:
+                link.carry_on(current)
             if isinstance(answered, tuple):  # the message did not answer the question
                 await link.ask([new_text_part(f"That did not answer the question: {answered[0]}"),
                                 *question_parts(answered[1])])
