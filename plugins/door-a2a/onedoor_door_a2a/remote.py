@@ -33,7 +33,6 @@ from .tasks import owner_of
 
 if TYPE_CHECKING:
     from .elsewhere import Elsewhere as Places
-    from .executor import KernelExecutor
     from .links import TaskLink
 
 log = logging.getLogger("onedoor.door.a2a")
@@ -64,10 +63,10 @@ async def open_question(store: Any, run_id: str, principal: str) -> Question | N
     return list(asked.values())[-1] if asked else None
 
 
-async def answer_elsewhere(executor: KernelExecutor, places: Places, task_id: str, request: Any, stored: Any,
+async def answer_elsewhere(executor: Any, places: Places, task_id: str, request: Any, stored: Any,
                            context: Any) -> bool:
     """Answer the run another server holds for input-required task ``stored`` with the
-    request's message; what came of it waits in ``executor.answered`` for the task's
+    request's message (``executor``: the door's ``KernelExecutor``); what came of it waits in ``executor.answered`` for the task's
     ``execute``. False when no journal in the store names an open question of the run
     (the caller refuses as before); raises the refusal of an answer the kernel refuses."""
     from a2a.types import TaskState
