@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Message, Role
@@ -48,3 +50,38 @@ def test_the_question_goes_out_as_text_and_data() -> None:
     text, data = question_parts(APPROVAL)
     assert text.text.startswith("Allow the agent to run delete_files?")
     assert data.data.struct_value.fields["question"].struct_value.fields["kind"].string_value == "approval"
+
+
+class _Collected:
+    """The SDK's TaskUpdater puts its events here (a list, as an event queue)."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    async def enqueue_event(self, event: Any) -> None:
+        self.events.append(event)
+
+
+async def test_a_continuation_answered_elsewhere_goes_on_from_the_stored_reply_and_state() -> None:
+    """A run another server holds, answered through this one: the reply and the state go on
+    from the stored task's (the whole reply at the end keeps what came before the question)."""
+    from a2a.server.tasks import TaskUpdater
+    from a2a.types import Artifact, Task, TaskArtifactUpdateEvent, TaskState
+    from onedoor_door_a2a.links import TaskLink
+
+    stored = Task(id="t-1", context_id="c-1", artifacts=[
+        Artifact(artifact_id="reply", name="reply", parts=[new_text_part("Let me look. ")]),
+        Artifact(artifact_id="state", name="state", parts=[new_data_part({"step": 1})]),
+    ])
+    collected = _Collected()
+    link = TaskLink(TaskUpdater(collected, "t-1", "c-1"), "alice", None)  # type: ignore[arg-type]
+    link.carry_on(stored)
+    await link.state_now({"step": 1})  # the state as stored: nothing to send
+    await link.delta("Found it.")
+    await link.end(TaskState.TASK_STATE_COMPLETED)
+    updates = [e for e in collected.events if isinstance(e, TaskArtifactUpdateEvent)]
+    assert all(u.artifact.artifact_id == "reply" for u in updates), updates
+    assert updates[0].append, "the continuation's first piece is appended to the stored reply"
+    last = updates[-1]
+    assert not last.append and last.last_chunk
+    assert [p.text for p in last.artifact.parts] == ["Let me look. Found it."]

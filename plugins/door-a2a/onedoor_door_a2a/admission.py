@@ -14,10 +14,11 @@ refused here, as the SDK refuses it (``UnsupportedOperationError``, "Task … is
 state"), before the SDK sets up the task again: a2a-sdk (1.2.3, 1.3.0) would make an
 ``ActiveTask`` whose event queues are never closed (their tasks pending until garbage
 collected, a traceback each). So is one answering an input-required task whose run has
-ended meanwhile (its question expired a moment ago), with the reason. A message for a task
-another server runs, or whose run waits there for this answer, is refused (``task_elsewhere``,
-409: the kernel carries no answers between servers), and one for a task no run carries any
-more is refused as for an ended task, once the task is stored so (:mod:`.elsewhere`).
+ended meanwhile (its question expired a moment ago), with the reason, and one whose question
+was answered meanwhile (``already_answered``). A message answering a task whose run waits on
+another server is given to that run here (:mod:`.remote`); one for a task another server runs
+is refused (``task_elsewhere``, 409), and one for a task no run carries any more is refused
+as for an ended task, once the task is stored so (:mod:`.elsewhere`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
-from onedoor import RunRefused, ThreadError
+from onedoor import QuestionError, RunRefused, ThreadError
 from onedoor.journal import shared_store
+from onedoor.journal.answers import answer_store
 
 from .refusals import a2a_error, elsewhere_error, note
+from .remote import answer_elsewhere
 
 if TYPE_CHECKING:
     from .elsewhere import Elsewhere
@@ -70,16 +73,22 @@ class AdmittingContextBuilder(SimpleRequestContextBuilder):  # type: ignore[misc
         state = stored.status.state if stored is not None else None
         if state in TERMINAL_TASK_STATES:
             raise UnsupportedOperationError(message=f"Task {task_id} is in terminal state: {TaskState.Name(state)}")
+        answered = self.executor.answered_already(task_id, request)
+        if answered is not None:
+            error, refused = a2a_error(QuestionError("answered", answered))
+            note(context, refused)
+            raise error
         ended = self.executor.ended_while_waiting(task_id, request)
         if ended is not None:
             raise UnsupportedOperationError(message=f"Task {task_id} is in terminal state: TASK_STATE_CANCELED "
                                             f"({ended})")
         if stored is not None and self.places is not None:
-            await self._check_here(task_id, context, stored)
+            await self._check_here(task_id, context, stored, request)
 
-    async def _check_here(self, task_id: str, context: Any, stored: Any) -> None:
-        """The refusal of a message for a task another server runs or holds waiting for its
-        answer (:mod:`.elsewhere`); a task no run carries any more is ended first."""
+    async def _check_here(self, task_id: str, context: Any, stored: Any, request: RequestContext) -> None:
+        """The refusal of a message for a task another server runs (:mod:`.elsewhere`); a
+        message for one whose run waits there for its answer answers it (:mod:`.remote`);
+        a task no run carries any more is ended first."""
         from a2a.server.agent_execution.active_task import INTERRUPTED_TASK_STATES
         from a2a.types import TaskState
         from a2a.utils.errors import UnsupportedOperationError
@@ -92,6 +101,9 @@ class AdmittingContextBuilder(SimpleRequestContextBuilder):  # type: ignore[misc
         if places.here(task_id, principal):
             return
         waiting = stored.status.state in INTERRUPTED_TASK_STATES
+        if waiting and answer_store(self.executor.kernel.store) is not None \
+                and await answer_elsewhere(self.executor, places, task_id, request, stored, context):
+            return
         if await places.page(task_id, principal) is not None:
             error, answer = elsewhere_error(task_id, waiting=waiting)
             note(context, answer)

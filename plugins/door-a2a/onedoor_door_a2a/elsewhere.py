@@ -19,8 +19,8 @@ whether another server drives it (its journal's lease holds) or parks it for an 
   As with a2a-sdk's own cross-replica streams, a subscription here ends when the task
   waits for input.
 - **An answer** (a message continuing an ``input-required`` task) reaching another server
-  than the one whose run waits for it is refused (:func:`~.refusals.answer_elsewhere`):
-  the kernel has no way yet to carry answers between servers.
+  than the one whose run waits for it is given to that run through the store
+  (:mod:`.remote`); a message for a task running elsewhere is refused (``task_elsewhere``).
 - **A task no run carries any more** (its server stopped, killed, before it ended):
   ``GetTask``, ``CancelTask`` and ``SubscribeToTask`` find it so and store it ``failed``
   (``canceled`` if it waited for an answer), saying why. Only once no run has written it
@@ -105,11 +105,11 @@ class Elsewhere:
         elif updated_at >= self.tasks.started_at:
             return None
         waiting = task.status.state in INTERRUPTED_TASK_STATES
-        await self._store_ending(task, TaskState.TASK_STATE_CANCELED if waiting else TaskState.TASK_STATE_FAILED,
+        await self.store_ending(task, TaskState.TASK_STATE_CANCELED if waiting else TaskState.TASK_STATE_FAILED,
                                  GONE_WAITING if waiting else GONE, context)
         return task
 
-    async def _store_ending(self, task: Task, state: int, note: str, context: Any) -> None:
+    async def store_ending(self, task: Task, state: int, note: str, context: Any) -> None:
         from a2a.helpers import new_text_part
 
         collected = _Collected()

@@ -30,7 +30,9 @@ The run goes through its journal (``kernel.journals``, ``on_disconnect="finish"`
 store that shares journals, another server follows it (``SubscribeToTask``) and cancels
 it (:mod:`.elsewhere`). ``CancelTask`` cancels the run (``kernel.cancel_run``: the backend
 is told and stops); a client that only goes away does not (A2A tasks outlive their
-streams; ``SubscribeToTask`` re-attaches). An input-required task whose run ends without an answer (its question
+streams; ``SubscribeToTask`` re-attaches). An answer to a task whose run waits on another
+server is given to it through the store (``kernel.answer``, :mod:`.remote`); its
+continuation, read from the run's journal, goes through the same translation. An input-required task whose run ends without an answer (its question
 expired, its thread was deleted) ends ``canceled`` saying why (:mod:`.parked`). With a
 thread store, the A2A ``contextId`` names the caller's onedoor thread the run continues
 (``kernel.threads.open``).
@@ -42,7 +44,7 @@ import asyncio
 import logging
 from typing import Any
 
-from a2a.helpers import new_data_part, new_task_from_user_message, new_text_part
+from a2a.helpers import new_task_from_user_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
 from a2a.server.events import EventQueue
@@ -51,34 +53,28 @@ from a2a.types import TaskState
 from onedoor import (
     STOP_CANCELLED,
     STOP_SUSPENDED,
+    OnedoorError,
     Question,
-    QuestionAnswered,
     QuestionAsked,
     QuestionError,
-    ReasoningDelta,
-    ReplyPart,
+    RemoteAnswer,
     RunFailed,
     RunFinished,
     RunRefused,
-    StateDelta,
-    StateSnapshot,
     SuspendAsker,
-    TextDelta,
     ThreadError,
-    ToolFinished,
-    ToolStarted,
     trace_meta,
 )
 from onedoor.journal import shared_store
 from onedoor.principals import LOCAL
-from onedoor.state import apply_patch
-from onedoor.usage import usage_to_json
 
 from . import parked
 from .answers import answer_from, question_parts
 from .content import message_content, metadata_of, modes, sent_modes
 from .links import ARTIFACT_ID, TaskLink
+from .remote import Here, There
 from .tasks import RecordTaskStore
+from .telling import tell, usage_metadata
 
 log = logging.getLogger("onedoor.door.a2a")
 
@@ -102,7 +98,7 @@ def trace_of(context: RequestContext) -> dict[str, str]:
 
 
 class KernelExecutor(AgentExecutor):
-    """Runs every A2A task through ``kernel.run`` (or ``kernel.resume`` for an answer).
+    """Runs every A2A task through ``kernel.run`` (or ``kernel.answer`` for an answer: :mod:`.remote`).
 
     It keeps only what the kernel cannot know: the runs started for new tasks until their
     ``execute`` takes them (each holds a kernel slot, so at most ``max_concurrent_runs``),
@@ -114,6 +110,7 @@ class KernelExecutor(AgentExecutor):
         self.door = door
         self.asker = SuspendAsker(ttl=ttl, fallback=fallback)
         self.admitted: dict[str, Any] = {}  # task id -> its run, started before the task existed
+        self.answered: dict[str, Any] = {}  # task id -> its answer given through this server (remote.py)
         self.links: dict[str, TaskLink] = {}  # task id -> its link, while its run lives
         self.tasks: Any = None  # the handler's task store (app.request_handler sets it)
 
@@ -140,6 +137,7 @@ class KernelExecutor(AgentExecutor):
         run = self.admitted.pop(task_id, None)
         if run is not None:
             await run.aclose()
+        self.answered.pop(task_id, None)
 
     def ended_while_waiting(self, task_id: str, request: RequestContext) -> str | None:
         """Why the input-required task ``task_id`` has ended although its final status may
@@ -148,9 +146,19 @@ class KernelExecutor(AgentExecutor):
         principal = principal_of(request)
         if link is None or link.question is None or link.principal != principal:
             return None
-        if self.kernel.open_questions(task_id, principal=principal):
+        if self.kernel.open_questions(task_id, principal=principal) or self.answered_already(task_id, request):
             return None
         return "its run no longer waits for an answer: the question expired or the run was cancelled"
+
+    def answered_already(self, task_id: str, request: RequestContext) -> str | None:
+        """Why a message cannot answer the input-required task ``task_id`` whose question was
+        answered meanwhile (through another server), else None."""
+        link = self.links.get(task_id)
+        principal = principal_of(request)
+        asked = link.question if link is not None and link.principal == principal else None
+        if asked is None or self.kernel.question_status(asked.id, principal=principal, run_id=task_id) != "answered":
+            return None
+        return f"question {asked.id} of task {task_id} was answered already (through another server)"
 
     def run_ended(self, run_id: str) -> None:
         """The kernel ended run ``run_id`` (the door's ``onedoor_run_finished`` hook)."""
@@ -168,17 +176,29 @@ class KernelExecutor(AgentExecutor):
             await event_queue.enqueue_event(new_task_from_user_message(context.message))
         principal = principal_of(context)
         run = self.admitted.pop(task_id, None)
+        answered = self.answered.pop(task_id, None)  # through this server, for a run another one holds
         if run is None and current is None:  # not admitted before (a handler without the door's builder)
             run = await self._admit_late(context, updater)
-        if run is not None:
+        if run is not None or answered is not None:
             link = TaskLink(updater, principal, context.context_id if self.kernel.threads.kept else None,
                             self._sends(context))
             self.links[task_id] = link
+            if answered is not None and current is not None:
+                link.carry_on(current)
+            if isinstance(answered, tuple):  # the message did not answer the question
+                await link.ask([new_text_part(f"That did not answer the question: {answered[0]}"),
+                                *question_parts(answered[1])])
+                self._drop(task_id, link)
+                return
+            run = run if run is not None else answered
         elif current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
             link, run = await self._answer(context, updater, principal)
         if run is None:
             return
-        await self._pump(run, task_id, link)
+        if isinstance(run, RemoteAnswer):
+            await self._pump_remote(run, task_id, link)
+        else:
+            await self._pump(run, task_id, link)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Stop the task's run for real (running or waiting for an answer), then say canceled:
@@ -234,9 +254,11 @@ class KernelExecutor(AgentExecutor):
         question = next((q for q in open_now if asked is not None and q.id == asked.id), open_now[0])
         try:
             answer = answer_from(question, context.message)
-            run = self.kernel.resume([answer], principal=principal, door=self.door, run_id=task_id)
+            run = await self.kernel.answer([answer], principal=principal, door=self.door, run_id=task_id)
         except (ValueError, QuestionError) as exc:
             if isinstance(exc, QuestionError) and exc.reason != "invalid":  # closed meanwhile: the run is ending
+                if exc.reason == "answered":  # through another server, which carries the task on
+                    return link, None
                 if link.watcher is None and await link.end(CANCELED, f"the answer came too late: {exc}"):
                     self._drop(task_id, link)
                 return link, None  # (else its watcher ends the task)
@@ -249,19 +271,9 @@ class KernelExecutor(AgentExecutor):
     async def _pump(self, run: Any, task_id: str, link: TaskLink) -> None:
         """The run's events into the task, read from its journal (``kernel.journals``: with a
         store that shares journals, another server can follow and cancel it)."""
-        asked: Question | None = None
         journal = self.kernel.journals.start(run, on_disconnect="finish")
         try:
-            async for _seq, event in journal.follow(after=journal.last_seq):
-                kind = type(event)
-                if kind is RunFinished:
-                    await self._finished(task_id, link, run, event, asked)
-                elif kind is RunFailed:
-                    await link.end(TaskState.TASK_STATE_FAILED, event.error, self._final_metadata(run, link, event))
-                elif kind is QuestionAsked:
-                    asked = event.question
-                else:
-                    await tell(link, event, run.state)
+            await self._translate(journal.follow(after=journal.last_seq), task_id, link, Here(run))
         except asyncio.CancelledError:
             journal.cancel()  # CancelTask (or shutdown): the backend is told; the kernel sees it to its end
             raise
@@ -269,12 +281,41 @@ class KernelExecutor(AgentExecutor):
             if link.watcher is None:
                 self._drop(task_id, link)
 
-    async def _finished(self, task_id: str, link: TaskLink, run: Any, event: RunFinished, asked: Question | None) -> None:
+    async def _pump_remote(self, answered: RemoteAnswer, task_id: str, link: TaskLink) -> None:
+        """The continuation of a run another server holds, read from its journal in the store
+        after the answers (:mod:`.remote`), into the task as a run of this server's is."""
+        try:
+            await self._translate(answered.journal.follow(answered.after), task_id, link, There(self.kernel, link))
+        except OnedoorError as exc:  # the store out too long, the journal no longer kept
+            await link.end(TaskState.TASK_STATE_FAILED, f"the run's events could not be read: {exc}")
+        finally:
+            self._drop(task_id, link)
+
+    async def _translate(self, events: Any, task_id: str, link: TaskLink, run: Here | There) -> None:
+        """A run's events (``(seq, event)`` pairs) into the task, to its ending."""
+        asked: Question | None = None
+        async for _seq, event in events:
+            kind = type(event)
+            if kind is RunFinished:
+                await self._finished(task_id, link, run, event, asked)
+            elif kind is RunFailed:
+                await link.end(TaskState.TASK_STATE_FAILED, event.error,
+                               self._final_metadata(await run.thread(), link, event))
+            elif kind is QuestionAsked:
+                asked = event.question
+            else:
+                await tell(link, event, run.state)
+
+    async def _finished(self, task_id: str, link: TaskLink, run: Here | There, event: RunFinished,
+                        asked: Question | None) -> None:
         if event.stop_reason == STOP_SUSPENDED and asked is not None:
-            await self._park(task_id, link, asked, usage_metadata(event))
+            if run.here:
+                await self._park(task_id, link, asked, usage_metadata(event))
+            else:  # the run's server watches its question (it ends the run if it expires)
+                await link.ask(question_parts(asked), usage_metadata(event) or None)
             return
-        metadata = self._final_metadata(run, link, event)
-        stored = run.thread
+        stored = await run.thread()
+        metadata = self._final_metadata(stored, link, event)
         if stored is not None and link.state is not None and stored.state != link.state:
             await link.state_now(stored.state)  # as kept with the thread (rebased on a change made meanwhile)
         if event.stop_reason == STOP_CANCELLED:
@@ -282,10 +323,9 @@ class KernelExecutor(AgentExecutor):
         else:
             await link.end(TaskState.TASK_STATE_COMPLETED, metadata=metadata)
 
-    def _final_metadata(self, run: Any, link: TaskLink, event: RunFinished | RunFailed) -> dict[str, Any]:
-        """The final status's metadata: the run's usage, and its thread's state version."""
+    def _final_metadata(self, stored: Any, link: TaskLink, event: RunFinished | RunFailed) -> dict[str, Any]:
+        """The final status's metadata: the run's usage, and its thread's (``stored``) state version."""
         metadata = usage_metadata(event)
-        stored = run.thread
         if stored is not None and link.state is not None:
             metadata["state_version"] = stored.state_version
         return metadata
@@ -321,61 +361,6 @@ class KernelExecutor(AgentExecutor):
     def _drop(self, task_id: str, link: TaskLink) -> None:
         if self.links.get(task_id) is link:
             del self.links[task_id]
-
-
-async def tell(link: TaskLink, event: Any, state_now: Any) -> None:
-    """A kernel event (but the endings and questions) into the task: reply text and parts,
-    the state (``state_now``: the run's current state, should a delta not apply), and
-    ``working`` status updates a client can show for reasoning, tool calls and answers (a
-    tool result's parts as an artifact too)."""
-    kind = type(event)
-    if kind is TextDelta:
-        await link.delta(event.text)
-        return
-    if kind is ReplyPart:
-        await link.part(event.part)
-        return
-    if kind is StateSnapshot or kind is StateDelta:
-        await link.state_now(_state_after(link.state, event, state_now))
-        return
-    if link.closed:
-        return
-    if kind is ReasoningDelta:
-        parts = [new_text_part(event.text)]
-        meta = {"onedoor": "reasoning"}
-    elif kind is ToolStarted:
-        parts = [new_text_part(f"calling {event.name}"),
-                 new_data_part({"call_id": event.call_id, "name": event.name, "arguments": event.arguments})]
-        meta = {"onedoor": "tool_started"}
-    elif kind is ToolFinished:
-        parts = [new_text_part(f"{event.name} {'failed' if event.is_error else 'finished'}"),
-                 new_data_part({"call_id": event.call_id, "name": event.name, "result": event.result,
-                                "is_error": event.is_error})]
-        meta = {"onedoor": "tool_finished"}
-        await link.tool_result(event.call_id, event.name, event.parts)
-    elif kind is QuestionAnswered:
-        parts = [new_data_part({"answer": event.answer.to_dict()})]
-        meta = {"onedoor": "question_answered"}
-    else:
-        return  # RunStarted
-    updater = link.updater
-    await updater.update_status(TaskState.TASK_STATE_WORKING, updater.new_agent_message(parts, metadata=meta))
-
-
-def _state_after(state: Any, event: StateSnapshot | StateDelta, state_now: Any) -> Any:
-    """The state once ``event`` is applied to ``state`` (the kernel applied it already: it
-    applies; ``state_now`` if it does not, e.g. a response joined mid-way)."""
-    if isinstance(event, StateSnapshot):
-        return event.state
-    try:
-        return apply_patch(state if state is not None else {}, list(event.ops))
-    except ValueError:
-        return state_now
-
-
-def usage_metadata(event: RunFinished | RunFailed) -> dict[str, Any]:
-    """``{"usage": [...]}``: the run's usage per model (the kernel's JSON), when it has any."""
-    return {"usage": usage_to_json(event.usage)} if event.usage else {}
 
 
 __all__ = ["ARTIFACT_ID", "KernelExecutor", "principal_of", "tell", "trace_of", "usage_metadata"]

@@ -96,6 +96,18 @@ class TaskLink:
         if state is not None:
             await self.state_now(state)
 
+    def carry_on(self, task: Any) -> None:
+        """Go on from the reply and the state as the stored ``task`` holds them (a run another
+        server holds, answered through this one: its continuation adds to them)."""
+        from a2a.helpers import get_data_parts
+
+        for artifact in task.artifacts:
+            if artifact.artifact_id == ARTIFACT_ID:
+                self.reply = [p.text if p.WhichOneof("content") == "text" else p for p in artifact.parts]
+            elif artifact.artifact_id == STATE_ARTIFACT:
+                found = get_data_parts(list(artifact.parts))
+                self.state = found[0] if found else None
+
     async def tool_result(self, call_id: str, name: str, parts: Sequence[Part]) -> None:
         """A tool result's parts (an image a tool made): an artifact of their own."""
         if self.closed or not parts:

@@ -12,7 +12,8 @@ How it knows: the door's ``onedoor_run_finished`` hook tells the executor when a
 ends (:meth:`~onedoor_door_a2a.executor.KernelExecutor.run_ended`), and it wakes at the
 question's expiry in any case (a kernel without hooks, e.g. a door app built in-process,
 still ends its expired tasks), and, with servers sharing the store, looks there now and
-then: a task another server cancelled (:mod:`.elsewhere`) has its run cancelled here. The kernel offers no way to wait for a parked run's end:
+then: a task another server cancelled (:mod:`.elsewhere`) has its run cancelled here. A run
+answered through another server goes on there (:mod:`.remote`): the watcher lets the task go. The kernel offers no way to wait for a parked run's end:
 a journal's ``follow()`` returns at once while its run is parked.
 """
 
@@ -25,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from a2a.types import TaskState
 from onedoor import ThreadError
+
+from .remote import let_go
 
 if TYPE_CHECKING:
     from .links import TaskLink
@@ -43,6 +46,7 @@ async def watch(kernel: Any, task_id: str, link: TaskLink, ttl: float, done: Any
     ``ended_in_store`` (servers sharing the store) it also looks there every ``LOOK_EVERY``
     seconds: a task another server ended (CancelTask there) has its run cancelled here.
     ``done()`` is called at the end, whatever happens."""
+    asked = link.question
     try:
         late = EXPIRY_SLACK
         while kernel.open_questions(task_id, principal=link.principal):
@@ -52,10 +56,15 @@ async def watch(kernel: Any, task_id: str, link: TaskLink, ttl: float, done: Any
             try:
                 await asyncio.wait_for(link.ended.wait(), wait)
             except TimeoutError:
-                if ended_in_store is not None and await _ended(ended_in_store, task_id, link.principal):
+                if ended_in_store is not None and await _ended(ended_in_store, task_id, link.principal) \
+                        and kernel.open_questions(task_id, principal=link.principal):
                     await kernel.cancel_run(task_id, principal=link.principal)
                 elif wait >= until_expiry:
                     late = min(late * 2, MAX_WAIT)  # still parked after its expiry: look again, less often
+        if asked is not None and kernel.question_status(asked.id, principal=link.principal,
+                                                        run_id=task_id) == "answered":
+            await let_go(link)  # answered through another server (this door's own answer stops the watcher)
+            return
         await _run_gone(kernel, task_id, link)
         await link.end(TaskState.TASK_STATE_CANCELED, await why_ended(kernel, link, ttl))
     except asyncio.CancelledError:

@@ -63,14 +63,13 @@ ELSEWHERE = "task_elsewhere"  # a message for a task whose run another server ho
 
 def elsewhere_error(task_id: str, *, waiting: bool) -> tuple[Exception, Refusal]:
     """The refusal of a message for a task another server runs (``waiting``: whose run waits
-    there for this answer). onedoor's kernel carries a cancel to another server through the
-    store, but not an answer: the message must reach the server holding the run."""
+    there, and whose open question the store did not name: its journal is not shared)."""
     from a2a.utils.errors import UnsupportedOperationError
 
     if waiting:
-        detail = (f"task {task_id} waits for its answer on another server, and answers cannot be carried between "
-                  "servers yet: send it again (a balancer with sticky sessions sends it to the server that asked), "
-                  "or cancel the task")
+        detail = (f"task {task_id} waits for its answer on another server, whose run's question this server cannot "
+                  "read: send it again (a balancer with sticky sessions sends it to the server that asked), or cancel "
+                  "the task")
     else:
         detail = f"task {task_id} is running on another server; wait for it to end (GetTask, SubscribeToTask) or cancel it"
     data = {"error": ELSEWHERE, "detail": detail, "status": "409"}
