@@ -16,10 +16,9 @@ or leaving ``async with`` gives the slot back::
         async for event in run:
             ...            # call run.cancel() at any time; leaving the block cancels too
 
-This module is the kernel's face. The machinery is in :mod:`onedoor.run` (the stream,
-the registry of runs, parking), :mod:`onedoor.journal` (numbered events for readers that
-come back) and :mod:`onedoor.threads` (stored conversations, and :class:`ThreadDesk`, the
-thread calls doors make).
+This module is the kernel's face; the machinery is in :mod:`onedoor.run` (stream, registry,
+parking), :mod:`onedoor.journal` (numbered events for readers that come back) and
+:mod:`onedoor.threads` (stored conversations; :class:`ThreadDesk`, doors' thread calls).
 """
 
 from __future__ import annotations
@@ -333,10 +332,12 @@ class Kernel:
             parsed = [a if isinstance(a, Answer) else Answer.from_dict(a) for a in answers]
         except ValueError as exc:
             raise QuestionError("invalid", str(exc)) from None
-        from .journal.answers import answer_elsewhere, answer_store
+        from .journal.answers import answer_elsewhere, answer_store, came_first
 
         store = answer_store(self.store)
         if store is None or self._runs.find(run_id, principal) is not None or self._local_question(parsed, principal):
+            if store is not None and await came_first(store, self.journals.get(run_id, principal), self._take_answers):
+                raise QuestionError("answered", "another server's answer to this question came first")
             return self._runs.resume(parsed, principal, door, run_id)
         return await answer_elsewhere(store, run_id, principal, parsed, door, names=names, notes=notes)
 

@@ -6,6 +6,7 @@ reader on a gets; refusals are the local ones, and an answer is never applied tw
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
@@ -238,3 +239,20 @@ async def test_an_answer_for_a_run_whose_server_stopped_is_refused(tmp_path, whe
         proc.kill()
         proc.wait(timeout=30)
         await b.store.close()
+
+
+async def test_an_answer_left_by_another_server_comes_before_one_given_here(servers):
+    """Server b's answer is in the store before server a looks for it; an answer given on a
+    meanwhile is the later one: refused ``answered``, and b's is the one the run takes."""
+    a, _, _ = servers
+    journal, question = await park(a)
+    parked_at = journal.last_seq
+    left = await a.store.journal_answer(journal.run_id, "alice", parked_at,  # what server b leaves
+                                        json.dumps({"answers": accept(question, "from b"), "door": "rest"}))
+    assert left
+    with pytest.raises(QuestionError) as refused:
+        await a.answer(accept(question, "from a"), principal="alice", door="rest", run_id=journal.run_id)
+    assert refused.value.reason == "answered"
+    await await_for(lambda: journal.done, "the run to end with b's answer")
+    answered = [e for _, e in await read(journal, after=parked_at) if isinstance(e, QuestionAnswered)]
+    assert [e.answer.value for e in answered] == [{"answer": "from b"}]

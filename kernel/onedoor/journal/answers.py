@@ -238,6 +238,22 @@ async def keep_parked(writer: Any, take: Callable[[str, str, str], None], cancel
         writer._wake.clear()
 
 
+async def came_first(store: Any, journal: Any, take: Callable[[str, str, str], None]) -> bool:
+    """For a run parked here that the store shares: whether another server's answers wait in
+    the store for it. They came first: taken now (as the run's own look would take them), and
+    an answer given here meanwhile is refused ``answered``, as the later of two is."""
+    if journal is None or journal.writer is None or journal.running or journal.done:
+        return False
+    try:
+        _, pending = await store.journal_parked(journal.run_id, time.time() + shared.LEASE_TTL)
+    except Exception:  # noqa: BLE001 - the store is out: the answer here goes ahead (its write waits for the store)
+        return False
+    if pending is None:
+        return False
+    take(journal.run_id, journal.principal, pending)
+    return True
+
+
 def read_answers(text: str) -> tuple[list[Answer], str, list[str], dict[str, Any]]:
     """The answers another server left, the door, and the run's names and notes that go
     with them (see :func:`answer_elsewhere`)."""
