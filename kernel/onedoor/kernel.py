@@ -36,11 +36,12 @@ from .port import ToolSpec
 from .principals import LOCAL
 from .questions import Answer, Asker, Question, QuestionError, from_approver
 from .run import INTERRUPTED_REPLY, Backend, RunInfo, RunRegistry, RunStream, check_content, check_run_id
-from .threads import Thread, ThreadDesk, ThreadStore
 from .threads.leases import turn_leases
+from .threads.model import Thread, ThreadStore
 
-if TYPE_CHECKING:  # the journals are imported when a door first uses them (onedoor run never does)
+if TYPE_CHECKING:  # imported when a door first uses them (onedoor run never does)
     from .journal import Journals, RemoteAnswer
+    from .threads.desk import ThreadDesk
 
 log = logging.getLogger("onedoor.kernel")
 
@@ -109,7 +110,6 @@ class Kernel:
         """Runs driven by the kernel and journaled, for resumable streams (:mod:`onedoor.journal`)."""
         if self._journals is None:
             from .journal.index import Journals
-
             self._journals = Journals(self.limits, self.store)
             self._journals.parked_hooks = (self._take_answers, self._cancel_parked)
         return self._journals
@@ -118,6 +118,7 @@ class Kernel:
     def threads(self) -> ThreadDesk:
         """The thread calls doors make (open-or-create, pages, delete with its runs)."""
         if self._desk is None:
+            from .threads.desk import ThreadDesk
             self._desk = ThreadDesk(self.store, forget=self.forget_thread, answering=self._answering,
                                     max_state_chars=self.limits.max_state_chars)
         return self._desk
@@ -212,7 +213,6 @@ class Kernel:
             stream.cancel()
             return True
         from .journal.shared import shared_store
-
         if shared_store(self.store) is None:
             return False
         journal = await self.journals.find(run_id, principal)
@@ -333,7 +333,6 @@ class Kernel:
         except ValueError as exc:
             raise QuestionError("invalid", str(exc)) from None
         from .journal.answers import answer_elsewhere, answer_store, came_first
-
         store = answer_store(self.store)
         if store is None or self._runs.find(run_id, principal) is not None or self._local_question(parsed, principal):
             if store is not None and await came_first(store, self.journals.get(run_id, principal), self._take_answers):
@@ -350,7 +349,6 @@ class Kernel:
         """Answers another server left for a run parked here: resumed as a local answer is,
         into its journal."""
         from .journal.answers import read_answers
-
         try:
             answers, door, names, notes = read_answers(text)
             stream = self._runs.resume(answers, principal, door, run_id)
@@ -372,7 +370,6 @@ class Kernel:
         if leases is not None and owner:
             return await leases.turn_live(owner, thread_id, besides=besides)
         from .journal.shared import shared_store
-
         shared = shared_store(self.store)
         return shared is not None and await shared.journal_live_on(thread_id, besides=besides)
 

@@ -17,26 +17,58 @@ Doors make their thread calls through ``kernel.threads`` (:class:`ThreadDesk`). 
 may keep doors' records beside the threads (:mod:`onedoor.threads.records`).
 """
 
-from .desk import MAX_PAGE, NO_THREADS, ThreadDesk, ThreadPage
-from .model import (
-    THREAD_ID_PATTERN,
-    StateStore,
-    StoreUnavailable,
-    Thread,
-    ThreadError,
-    ThreadStore,
-    ThreadSummary,
-    check_append,
-    check_state_update,
-    check_thread_id,
-    keeps_state,
-    new_thread_id,
-)
-from .records import Record, RecordPage, RecordStore, keeps_records
-from .turns import TurnRecorder, append_turn, title_from, turn_messages
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# Each name and the module that holds it, imported on first use (a kernel that keeps no
+# thread never loads the door-side desk).
+_WHERE: dict[str, str] = {
+    **dict.fromkeys(("MAX_PAGE", "NO_THREADS", "ThreadDesk", "ThreadPage"), "desk"),
+    **dict.fromkeys(("THREAD_ID_PATTERN", "StateStore", "StoreUnavailable", "Thread", "ThreadError", "ThreadStore",
+                     "ThreadSummary", "check_append", "check_state_update", "check_thread_id", "keeps_state",
+                     "new_thread_id"), "model"),
+    **dict.fromkeys(("Record", "RecordPage", "RecordStore", "keeps_records"), "records"),
+    **dict.fromkeys(("TurnRecorder", "append_turn", "title_from", "turn_messages"), "turns"),
+}
 
 __all__ = [
     "MAX_PAGE", "NO_THREADS", "THREAD_ID_PATTERN", "Record", "RecordPage", "RecordStore", "StateStore", "StoreUnavailable", "Thread", "ThreadDesk", "ThreadError", "ThreadPage", "ThreadStore",
     "ThreadSummary", "TurnRecorder", "append_turn",
     "check_append", "check_state_update", "check_thread_id", "keeps_records", "keeps_state", "new_thread_id", "title_from", "turn_messages",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
+    from .desk import MAX_PAGE, NO_THREADS, ThreadDesk, ThreadPage
+    from .model import (
+        THREAD_ID_PATTERN,
+        StateStore,
+        StoreUnavailable,
+        Thread,
+        ThreadError,
+        ThreadStore,
+        ThreadSummary,
+        check_append,
+        check_state_update,
+        check_thread_id,
+        keeps_state,
+        new_thread_id,
+    )
+    from .records import Record, RecordPage, RecordStore, keeps_records
+    from .turns import TurnRecorder, append_turn, title_from, turn_messages
