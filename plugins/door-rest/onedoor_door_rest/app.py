@@ -190,7 +190,11 @@ def _add_docs(app: Any, *, secured: bool) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            # servers: the prefix the door is mounted at (FastAPI fills app.servers from the
+            # request's root_path; older releases leave it out of a custom schema), so "try it
+            # out" on the docs page calls /rest/chat, where the page's cookie goes
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes,
+                                 servers=app.servers or None)
             add_request_schemas(app, schema)
             if secured:
                 schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}

@@ -137,6 +137,8 @@ async def _form(request: Any, limits: Any) -> Any:
         if detail.startswith("Too many fields"):
             raise RequestRefused(422, "invalid_request", "an upload has one message field and files") from None
         raise RequestRefused(400, "bad_multipart", f"the multipart/form-data body is malformed: {detail}") from None
+    except ValueError as exc:  # an older starlette passes python-multipart's own parse error on
+        raise RequestRefused(400, "bad_multipart", f"the multipart/form-data body is malformed: {exc}") from None
 
 
 async def _file_part(upload: Any) -> Part:
