@@ -13,6 +13,7 @@ from collections import Counter
 import httpx
 import pytest
 from deploy_harness import AUTH, Cluster, client
+from onedoor_test_support import wait_for
 
 SSE_ID = re.compile(r"^id: (.+)$", re.M)
 
@@ -73,6 +74,8 @@ def test_a_rest_answer_arrives_at_a_server_other_than_the_one_that_asked(tmp_pat
         for n, reply in enumerate(replies):
             assert reply.status_code == 200, reply.text
             assert reply.json()["status"] == "completed" and f"Ada {n}" in reply.json()["reply"]
+        # nginx writes a request's log line as it finishes it, a moment after the client has the reply
+        wait_for(lambda: sum("/answers " in line for line in cluster.upstreams()) == 3, "nginx to log the answers")
         asking = [line.split()[-1] for line in cluster.upstreams() if " /rest/chat " in line]
         answering = [line.split()[-1] for line in cluster.upstreams() if "/answers " in line]
         assert len(asking) == len(answering) == 3
@@ -150,7 +153,7 @@ def test_kill_9_of_one_server_the_balancer_takes_it_out(tmp_path, postgres, hapr
                 events = [json.loads(line[5:]) for line in reply.text.splitlines() if line.startswith("data:")]
                 return events[-1] if events and events[-1]["type"] in ("run_failed", "run_finished") else None
 
-            from onedoor_test_support import wait_for
+
 
             ending = wait_for(ended_elsewhere, "the killed server's run to read as ended", timeout=60)
             assert ending["type"] == "run_failed", ending
