@@ -142,4 +142,4 @@ def test_importing_the_face_imports_nothing_else():
         "print(sorted(m for m in sys.modules if m.startswith('onedoor')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
-    assert out.strip() == "['onedoor', 'onedoor._foreign']", out
+    assert out.strip() == "['onedoor', 'onedoor._foreign', 'onedoor._lazy']", out

@@ -36,7 +36,9 @@ reads them with :func:`read_cursor`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 # Each name and the module that holds it, imported on first use: a kernel that journals
 # nothing (``onedoor run``) never loads the journals.
@@ -57,19 +59,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, {name: f".{module}" for name, module in _WHERE.items()}, globals())
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
