@@ -38,11 +38,11 @@ import json
 from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any, Union
 
-from .content import Part, part_from_dict
 from .usage import ModelUsage, usage_from_json
 from .wire import encode_json_text
 
 if TYPE_CHECKING:
+    from .content import Part
     from .questions import Answer, Question
 
 STOP_END_TURN = "end_turn"
@@ -227,6 +227,8 @@ def _rebuild_fields(cls: type, values: dict[str, Any]) -> None:
         values[key] = part.from_dict(values[key])
     if "usage" in values:
         values["usage"] = usage_from_json(values["usage"])
+    if "parts" in values or cls is ReplyPart:
+        from .content import part_from_dict  # (events with parts only)
     if "parts" in values:
         values["parts"] = tuple(part_from_dict(p) for p in values["parts"] or ())
     if cls is ReplyPart and "part" in values:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal
 
-from .content import ContentError, Part, parse_content
 from .usage import ModelUsage, usage_from_json, usage_to_json
+
+if TYPE_CHECKING:
+    from .content import Part
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES = ("system", "user", "assistant", "tool")
@@ -81,6 +83,8 @@ class Message:
             raw_parts = content
         parts: tuple[Part, ...] = ()
         if raw_parts is not None:
+            from .content import ContentError, parse_content  # (only history with parts needs them)
+
             try:
                 text, parts = parse_content(raw_parts)
             except ContentError as exc:

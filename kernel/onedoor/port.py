@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
-from .content import Part
 from .events import Event, RunFailed, RunFinished, StateDelta, StateSnapshot, TextDelta, UsageReported
 from .messages import ROLES, Message, Role, ToolCall, normalize_history  # noqa: F401 - re-exported
 from .principals import LOCAL
 from .questions import APPROVAL, Answer, Question, QuestionError, closing_answer  # noqa: F401 - re-exported
 from .usage import ModelUsage
+
+if TYPE_CHECKING:
+    from .content import Part
 
 
 @dataclass(frozen=True)

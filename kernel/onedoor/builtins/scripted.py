@@ -37,7 +37,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Generator, Iterator, Literal, Sequence
 
-from ..content import MEDIA_KINDS, Part
+from ..content import MEDIA_KINDS
 from ..events import (
     STOP_PENDING_TOOLS,
     Event,
@@ -187,6 +187,8 @@ def plan(
     if flags.get("hang"):
         yield "hang"
     if flags.get("draw"):
+        from ..content import Part  # (only the turns that make an image load the model)
+
         call_id = f"call_{run_id[:8]}_draw"
         yield ToolStarted(call_id, "draw", {"what": "a dot"})
         yield ToolFinished(call_id, "draw", "drew dot.png", parts=(Part.media("image", "image/png", data=DOT_PNG,
@@ -196,6 +198,8 @@ def plan(
     if received:
         reply = f"Received: {received}. {reply}"
     if flags.get("image"):
+        from ..content import Part
+
         yield ReplyPart(Part.media("image", "image/png", data=DOT_PNG, name="dot.png"))
     if state:
         shown = encode_json_text(state)

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from ..content import Part
 from ..events import Event, StateDelta, StateSnapshot
 from ..messages import Message
 from ..state import apply_patch
 from ..usage import ModelUsage
+
+if TYPE_CHECKING:
+    from ..content import Part
 
 # a 1x1 transparent PNG: what /image and /draw send
 DOT_PNG = base64.b64decode(

@@ -32,7 +32,6 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..content import text_of
 from ..errors import OnedoorError, RunRefused
 from ..events import (
     STOP_CANCELLED,
@@ -243,6 +242,7 @@ def _with_attached(text: str, attached: list[Any]) -> tuple[Any, Message]:
     further) and the user's message as the session's history keeps it."""
     if not attached:
         return text, Message("user", text)
+    from ..content import text_of
     from .attachments import message_with
 
     parts = message_with(text, attached)

@@ -34,19 +34,21 @@ refuses, before a run starts, a message with a part the backend cannot take (Run
 resources with text, links and JSON data (:func:`text_of` writes them out).
 """
 
-from ._model import (
-    ALL_KINDS,
-    KINDS,
-    MEDIA_KINDS,
-    TEXT_LIKE,
-    ContentError,
-    ContentLimits,
-    Part,
-    kinds_of,
-    needs_backend,
-    text_of,
-)
-from ._parse import check_parts, media_type_allowed, parse_content, part_from_dict, safe_name
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+from ._kinds import ALL_KINDS, KINDS, MEDIA_KINDS, TEXT_LIKE
+
+# The model and the reading of what a client sent are imported on first use: a run given
+# text (``onedoor run``) loads neither.
+_MODEL = ("ContentError", "ContentLimits", "Part", "kinds_of", "needs_backend", "text_of")
+_PARSE = ("check_parts", "media_type_allowed", "parse_content", "part_from_dict", "safe_name")
+__getattr__, __dir__ = lazy_names(__name__, {**dict.fromkeys(_MODEL, "._model"), **dict.fromkeys(_PARSE, "._parse")},
+                                  globals())
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
+    from ._model import ContentError, ContentLimits, Part, kinds_of, needs_backend, text_of
+    from ._parse import check_parts, media_type_allowed, parse_content, part_from_dict, safe_name
 
 __all__ = [
     "ALL_KINDS", "KINDS", "MEDIA_KINDS", "TEXT_LIKE", "ContentError", "ContentLimits", "Part", "check_parts", "kinds_of",

@@ -9,11 +9,8 @@ from typing import Any, Iterable, Sequence
 
 from ..errors import OnedoorError
 from ..wire import encode_json_text
+from ._kinds import ALL_KINDS, KINDS, MEDIA_KINDS, TEXT_LIKE
 
-MEDIA_KINDS = ("image", "audio", "video", "document")
-TEXT_LIKE = ("resource", "resource_link", "data")  # every backend can be given these as text
-KINDS = ("text", *MEDIA_KINDS, *TEXT_LIKE)
-ALL_KINDS = frozenset(KINDS)
 
 class ContentError(OnedoorError, ValueError):
     """Content the kernel will not take. ``reason``: ``invalid`` (malformed: bad base64, a

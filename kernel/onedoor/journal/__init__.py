@@ -45,7 +45,7 @@ from .._lazy import lazy_names
 _WHERE: dict[str, str] = {
     "RemoteAnswer": "answers",
     **dict.fromkeys(("CURSOR_PATTERN", "RUN_ID", "RUN_ID_PATTERN", "Cursor", "CursorError", "CursorExpired",
-                     "parse_cursor", "read_cursor"), "cursors"),
+                     "is_run_id", "parse_cursor", "read_cursor"), "cursors"),
     "Journals": "index",
     **dict.fromkeys(("ON_DISCONNECT", "Journaled", "OnDisconnect", "RunJournal"), "local"),
     **dict.fromkeys(("LEASE_RENEW", "LEASE_TTL", "SERVER_ID", "STOPPED", "JournalPage", "JournalWriter", "RemoteJournal",
@@ -55,7 +55,7 @@ _WHERE: dict[str, str] = {
 __all__ = [
     "CURSOR_PATTERN", "LEASE_RENEW", "LEASE_TTL", "ON_DISCONNECT", "RUN_ID", "RUN_ID_PATTERN", "SERVER_ID", "STOPPED",
     "Cursor", "CursorError", "CursorExpired", "JournalPage", "JournalWriter", "Journaled", "Journals", "OnDisconnect", "RemoteAnswer", "RemoteJournal",
-    "RunJournal", "SharedJournalStore", "StoreOutage", "parse_cursor", "read_cursor", "shared_store",
+    "RunJournal", "SharedJournalStore", "StoreOutage", "is_run_id", "parse_cursor", "read_cursor", "shared_store",
 ]
 
 
@@ -71,6 +71,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
         Cursor,
         CursorError,
         CursorExpired,
+        is_run_id,
         parse_cursor,
         read_cursor,
     )

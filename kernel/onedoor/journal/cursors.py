@@ -8,16 +8,36 @@ the run and is refused as expired, like one older than what the journal keeps.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import OnedoorError
 
 RUN_ID_PATTERN = r"[A-Za-z0-9_.-]{1,128}"  # what a run id may be (cursors carry it)
 CURSOR_PATTERN = rf"^{RUN_ID_PATTERN}:[0-9]{{1,9}}:[0-9]{{1,12}}$"  # for schemas (OpenAPI)
-RUN_ID = re.compile(RUN_ID_PATTERN)
-_CURSOR = re.compile(rf"({RUN_ID_PATTERN}):(\d{{1,9}}):(\d{{1,12}})", re.ASCII)
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The run id and cursor patterns, compiled on first use (start-up compiles neither)."""
+    return re.compile(RUN_ID_PATTERN), re.compile(rf"({RUN_ID_PATTERN}):(\d{{1,9}}):(\d{{1,12}})", re.ASCII)
+
+
+def is_run_id(text: Any) -> bool:
+    """Whether ``text`` can be a run id (what a cursor can carry)."""
+    return isinstance(text, str) and _patterns()[0].fullmatch(text) is not None
+
+
+if TYPE_CHECKING:
+    RUN_ID: re.Pattern[str]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RUN_ID":  # the compiled run id pattern, as this module has always offered it
+        return _patterns()[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class CursorError(OnedoorError):
@@ -50,7 +70,7 @@ class Cursor:
 
 def parse_cursor(text: Any) -> Cursor:
     """A cursor from its text form; ``ValueError`` (a short message) for anything else."""
-    match = _CURSOR.fullmatch(text) if isinstance(text, str) else None
+    match = _patterns()[1].fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise ValueError("not a cursor: expected RUN_ID:EPOCH:SEQ, as in an event's id")
     return Cursor(match.group(1), int(match.group(2)), int(match.group(3)))
@@ -75,5 +95,6 @@ def read_cursor(text: str | None, run_id: str, epoch: int, *, default: int = 0) 
 
 
 __all__ = [
-    "CURSOR_PATTERN", "RUN_ID", "RUN_ID_PATTERN", "Cursor", "CursorError", "CursorExpired", "parse_cursor", "read_cursor",
+    "CURSOR_PATTERN", "RUN_ID", "RUN_ID_PATTERN", "Cursor", "CursorError", "CursorExpired", "is_run_id", "parse_cursor",
+    "read_cursor",
 ]

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..content import Part
 from ..errors import ContractViolation
 from ..events import STOP_CANCELLED, ReasoningDelta, RunFailed, RunFinished, TextDelta, ToolFinished
 from ..messages import Message
@@ -26,6 +25,9 @@ from ._runner import BackendRunner, StopRun
 from ._state import RunState
 from .contract import Contract
 from .model import RunInfo
+
+if TYPE_CHECKING:
+    from ..content import Part
 
 log = logging.getLogger("onedoor.kernel")
 

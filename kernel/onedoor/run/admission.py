@@ -6,14 +6,16 @@ answers its protocol's refusal and the backend never sees the input.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..content import ContentError, ContentLimits, Part, needs_backend, parse_content
 from ..errors import RunRefused
-from ..journal.cursors import RUN_ID
+from ..journal.cursors import is_run_id
 from ..limits import Limits
 from ..messages import Message, normalize_history
 from ..questions import clip
+
+if TYPE_CHECKING:
+    from ..content import Part
 
 
 def check_content(limits: Limits, message: Any, accepts: frozenset[str], backend: str) -> tuple[str, tuple[Part, ...]]:
@@ -24,6 +26,8 @@ def check_content(limits: Limits, message: Any, accepts: frozenset[str], backend
         return message, ()
     if not isinstance(message, (list, tuple)):
         raise RunRefused("invalid", "the message must be text or a list of parts")
+    from ..content import ContentError, ContentLimits, needs_backend, parse_content  # (a message of parts only)
+
     try:
         text, parts = parse_content(message, ContentLimits.of(limits))
     except ContentError as exc:
@@ -66,7 +70,7 @@ def check_run_id(run_id: Any, in_use: Callable[[str], bool], kept: Callable[[str
     """A run id a door passes on from its client: usable in a journal cursor (else
     ``invalid``), and neither in use (running or waiting for answers) nor used recently (a
     journal still kept), by anyone (``in_use``): a run never continues another's events."""
-    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+    if not is_run_id(run_id):
         raise RunRefused("invalid", f"a run id is 1-128 letters, digits or -_. (got {clip(repr(run_id))})")
     if in_use(run_id):
         raise RunRefused("in_use", f"run id {clip(run_id)} is in use (running or waiting for answers)")

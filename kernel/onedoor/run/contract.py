@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..content import Part
 from ..errors import ContractViolation
 from ..events import (
     STOP_PENDING_TOOLS,
@@ -106,8 +105,11 @@ class Contract:
     def _tool_finished(self, event: ToolFinished) -> None:
         if self.open_tools.pop(event.call_id, None) is None:
             raise ContractViolation(f"ToolFinished for tool call {event.call_id!r}, which was not open")
-        if event.parts and not all(isinstance(p, Part) for p in event.parts):
-            raise ContractViolation("ToolFinished.parts must hold onedoor.content.Part objects")
+        if event.parts:
+            from ..content import Part  # (loaded already by whoever made the parts)
+
+            if not all(isinstance(p, Part) for p in event.parts):
+                raise ContractViolation("ToolFinished.parts must hold onedoor.content.Part objects")
 
     def _run_finished(self, event: RunFinished) -> None:
         self._check_finished(event)
@@ -119,6 +121,8 @@ class Contract:
         self.ended, self._mid_run = True, False
 
     def _reply_part(self, event: ReplyPart) -> None:
+        from ..content import Part
+
         if not isinstance(event.part, Part) or event.part.kind == "text":
             raise ContractViolation("ReplyPart needs a Part that is not text (text goes in TextDelta)")
 

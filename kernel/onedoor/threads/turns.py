@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import replace
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..content import Part, text_of
 from ..events import ReplyPart, TextDelta, ToolFinished, ToolStarted
 from ..messages import Message, ToolCall
 from ..usage import ModelUsage
 from ..wire import join_surrogates
 from .model import Thread, ThreadError, ThreadStore
+
+if TYPE_CHECKING:
+    from ..content import Part
 
 
 class TurnRecorder:
@@ -52,6 +54,8 @@ class TurnRecorder:
             text = join_surrogates("".join(parts[start:stop]))
             if not replies:
                 return Message("assistant", text, tuple(tool_calls))
+            from ..content import text_of  # (a turn with reply parts: content is loaded)
+
             content = _interleaved(parts, start, stop, replies)
             replies.clear()
             return Message("assistant", text_of(content), tuple(tool_calls), parts=content)
@@ -95,6 +99,8 @@ def _note_interrupted(out: list[Message], interrupted: str) -> None:
     if last is None:
         out.append(Message("assistant", note))
     else:
+        from ..content import Part
+
         extra = (*last.parts, Part.of_text("\n" + note)) if last.parts else ()
         out[-1] = replace(last, content=f"{last.content}\n{note}" if last.content else note, parts=extra)
 
@@ -109,6 +115,8 @@ def _put_usage(out: list[Message], usage: Sequence[ModelUsage]) -> None:
 
 def _interleaved(texts: Sequence[str], start: int, stop: int | None, replies: Sequence[tuple[int, Part]]) -> tuple[Part, ...]:
     """An assistant message's content: its text cut where each reply part came."""
+    from ..content import Part
+
     out: list[Part] = []
     at = start
     for where, part in replies:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -19,11 +20,17 @@ class WireError(ValueError):
         self.reason = reason
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKETS = re.compile(r"[^\[\]{}]+")
+# Patterns, compiled on first use by _rx (start-up compiles none).
+_SURROGATE_ESCAPE = rb"\\u[dD][89a-fA-F]"
+_SURROGATE_ESCAPE_TEXT = r"\\u[dD][89a-fA-F]"
+_SURROGATE = "[\ud800-\udfff]"
+_STRINGS = r'"(?:[^"\\]|\\.)*"'
+_BRACKETS = r"[^\[\]{}]+"
+
+
+@functools.cache
+def _rx(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
+    return re.compile(pattern, flags)
 
 
 def _reject_constant(name: str) -> Any:
@@ -50,7 +57,7 @@ _decoder = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, pars
 
 def nesting_depth(text: str) -> int:
     """How deeply arrays and objects nest in JSON ``text`` (brackets inside strings ignored)."""
-    brackets = _BRACKETS.sub("", _STRINGS.sub("", text) if '"' in text else text)
+    brackets = _rx(_BRACKETS).sub("", _rx(_STRINGS, re.DOTALL).sub("", text) if '"' in text else text)
     depth = deepest = 0
     for char in brackets:
         if char in "[{":
@@ -78,7 +85,7 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 def _has_surrogate(value: Any) -> bool:
     if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
+        return _rx(_SURROGATE).search(value) is not None
     if isinstance(value, dict):
         return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
     if isinstance(value, list):
@@ -101,16 +108,16 @@ def _surrogate_error(text: str) -> WireError:
 def decode_json(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) -> Any:
     """Parse one JSON value under this module's policy; raise :class:`WireError`."""
     if isinstance(data, (bytes, bytearray)):
-        escaped = _SURROGATE_ESCAPE.search(data) is not None
+        escaped = _rx(_SURROGATE_ESCAPE).search(data) is not None
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise WireError("not_utf8", f"the input is not UTF-8 (byte {exc.start})") from None
     else:
         text = data
-        if _SURROGATE.search(text):
+        if _rx(_SURROGATE).search(text):
             raise _surrogate_error(text)
-        escaped = _SURROGATE_ESCAPE_TEXT.search(text) is not None
+        escaped = _rx(_SURROGATE_ESCAPE_TEXT).search(text) is not None
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
@@ -171,7 +178,7 @@ def encode_json(value: Any) -> bytes:
 def encode_json_text(value: Any) -> str:
     """Compact JSON as text that always encodes to UTF-8 (for channels that take text)."""
     text = _dumps_utf8(value)
-    if _SURROGATE.search(text):
+    if _rx(_SURROGATE).search(text):
         return _dumps_ascii(value)
     return text
 
@@ -179,7 +186,7 @@ def encode_json_text(value: Any) -> str:
 def join_surrogates(text: str) -> str:
     """``text`` with each pair of surrogates (an emoji split across two deltas, joined back
     to back) made the one character it stands for; a lone surrogate stays as it is."""
-    if _SURROGATE.search(text) is None:
+    if _rx(_SURROGATE).search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
