@@ -8,7 +8,7 @@ imports nothing heavy and ``onedoor run`` stays fast::
     from onedoor import Kernel, RunContext, TextDelta, RunFinished, Question, SuspendAsker
 
 Where they live (layers, lowest first; each imports only from the ones before it):
-``errors``, ``limits``, ``principals``, ``wire``, ``usage``, ``state`` → ``content``,
+``errors``, ``limits``, ``principals``, ``wire``, ``usage``, ``state``, ``ids`` → ``content``,
 ``observe`` → ``messages`` → ``questions`` → ``events`` → ``port`` → ``journal`` →
 ``threads`` → ``run`` → ``kernel`` (the :class:`Kernel` face) → ``composition`` →
 ``hookspecs`` → ``plugins`` → ``builtins`` → ``testing`` → ``cli``.
@@ -19,13 +19,11 @@ project: :mod:`onedoor._foreign`); ``__version__`` is written by ``nox -s bump``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ._foreign import warn_if_installed as _warn_if_foreign
 from ._lazy import lazy_names
 
 __version__ = "0.1.0"
-
-from ._foreign import warn_if_installed as _warn_if_foreign
+TYPE_CHECKING = False  # typing's flag without importing typing (type checkers read the name)
 
 _warn_if_foreign()
 
@@ -46,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(["ContentError", "ContentLimits", "Part", "parse_content", "text_of"], "onedoor.content"),
     **dict.fromkeys(["ModelUsage", "add_usage"], "onedoor.usage"),
-    **dict.fromkeys(["RequestInfo", "observed_request", "trace_meta"], "onedoor.observe"),
+    **dict.fromkeys(["RequestInfo", "observed_request", "trace_meta"], "onedoor.observe.requests"),
     **dict.fromkeys(["Message", "ToolCall"], "onedoor.messages"),
     "Limits": "onedoor.limits",
     **dict.fromkeys(["LOCAL_PRINCIPAL", "principal_of"], "onedoor.principals"),
@@ -145,7 +143,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
     from .kernel import Kernel
     from .limits import Limits
     from .messages import Message, ToolCall
-    from .observe import RequestInfo, observed_request, trace_meta
+    from .observe.requests import RequestInfo, observed_request, trace_meta
     from .port import CancelToken, RunContext, ToolSpec, collect_text
     from .principals import LOCAL_PRINCIPAL, principal_of
     from .questions import (
@@ -165,3 +163,5 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, eagerly
     from .threads import StoreUnavailable, Thread, ThreadDesk, ThreadError, ThreadPage, ThreadStore, ThreadSummary
     from .usage import ModelUsage, add_usage
     from .wire import WireError, decode_json, decode_json_object, encode_json, encode_json_text
+
+del TYPE_CHECKING

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+
+TYPE_CHECKING = False  # typing's flag, without importing typing or collections.abc at start
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 FOREIGN = "onedoor"  # the distribution name that is not ours
 OURS = "onedoor-kernel"

@@ -15,7 +15,10 @@ know (later versions add some). ``RunFinished`` and ``RunFailed`` carry the run'
 ``usage`` (summed by the kernel, per model); ``ToolFinished`` may carry ``parts`` (a
 tool's result that is more than text).
 
-Events are frozen dataclasses. Every event turns into a JSON object with a ``type`` field
+Events are frozen dataclasses. The classes of the four a backend may send besides are
+made the first time anyone asks this module for one of them (or for ``Event``,
+``EVENT_TYPES`` or ``TYPE_NAMES``, which then hold every kind), so a run that sends only
+text does not pay for them at start-up; :func:`type_name` tells any event's kind. Every event turns into a JSON object with a ``type`` field
 (``event_to_dict`` / ``event_from_dict``) and back without loss; fields at their default
 (no usage, no parts) are left out, and ``event_from_dict`` ignores fields it does not know,
 so servers a version apart read each other's events.
@@ -35,6 +38,7 @@ Stop reasons for :class:`RunFinished`:
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any, Union
 
@@ -104,34 +108,6 @@ class RunFailed:
 
 
 @dataclass(frozen=True)
-class ReplyPart:
-    """A part of the reply that is not text (its text parts come as TextDelta)."""
-
-    part: Part
-
-
-@dataclass(frozen=True)
-class StateSnapshot:
-    """The run's shared state is now ``state`` (a JSON object)."""
-
-    state: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class StateDelta:
-    """The run's shared state changed by ``ops`` (RFC 6902 JSON Patch operations)."""
-
-    ops: tuple[dict[str, Any], ...]
-
-
-@dataclass(frozen=True)
-class UsageReported:
-    """Usage so far, to be added to the run's (a backend may send several)."""
-
-    usage: tuple[ModelUsage, ...]
-
-
-@dataclass(frozen=True)
 class QuestionAsked:
     """The run needs an answer (from the kernel, never a backend)."""
 
@@ -145,13 +121,10 @@ class QuestionAnswered:
     answer: "Answer"
 
 
-Event = Union[
-    RunStarted, TextDelta, ReasoningDelta, ToolStarted, ToolFinished, RunFinished, RunFailed, QuestionAsked,
-    QuestionAnswered, ReplyPart, StateSnapshot, StateDelta, UsageReported,
-]
 TERMINAL_EVENTS = (RunFinished, RunFailed)
 
-EVENT_TYPES: dict[str, type] = {
+# kind -> class; the classes of the events only some runs send join on first use (below)
+_TYPES: dict[str, type] = {
     "run_started": RunStarted,
     "text_delta": TextDelta,
     "reasoning_delta": ReasoningDelta,
@@ -161,20 +134,75 @@ EVENT_TYPES: dict[str, type] = {
     "run_failed": RunFailed,
     "question_asked": QuestionAsked,
     "question_answered": QuestionAnswered,
-    "reply_part": ReplyPart,
-    "state_snapshot": StateSnapshot,
-    "state_delta": StateDelta,
-    "usage_reported": UsageReported,
 }
-TYPE_NAMES: dict[type, str] = {cls: name for name, cls in EVENT_TYPES.items()}
-_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in fields(cls)) for cls in EVENT_TYPES.values()
-}
+_NAMES: dict[type, str] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_DEFAULTS: dict[type, dict[str, Any]] = {}
 
 
-_DEFAULTS: dict[type, dict[str, Any]] = {
-    cls: {f.name: f.default for f in fields(cls) if f.default is not MISSING} for cls in EVENT_TYPES.values()
-}
+def _register(kind: str, cls: type) -> None:
+    _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    _DEFAULTS[cls] = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    _TYPES[kind] = cls
+    _NAMES[cls] = kind
+
+
+for _kind, _cls in list(_TYPES.items()):
+    _register(_kind, _cls)
+del _kind, _cls
+
+# The events only some runs send (onedoor._late_events), made the first time anyone asks
+# for one of them, or for Event, EVENT_TYPES or TYPE_NAMES (which then hold every kind):
+# a run that sends only text does not pay for their classes at start-up.
+_LATE = {"ReplyPart": "reply_part", "StateSnapshot": "state_snapshot", "StateDelta": "state_delta",
+         "UsageReported": "usage_reported"}
+_LATE_KINDS = frozenset(_LATE.values())
+_COMPLETE = ("Event", "EVENT_TYPES", "TYPE_NAMES")
+
+if TYPE_CHECKING:
+    from ._late_events import ReplyPart, StateDelta, StateSnapshot, UsageReported
+
+    Event = Union[
+        RunStarted, TextDelta, ReasoningDelta, ToolStarted, ToolFinished, RunFinished, RunFailed, QuestionAsked,
+        QuestionAnswered, ReplyPart, StateSnapshot, StateDelta, UsageReported,
+    ]
+    EVENT_TYPES: dict[str, type]
+    TYPE_NAMES: dict[type, str]
+
+
+_LATE_LOCK = threading.Lock()  # a worker thread (a sync backend's set_state) may be the first to ask
+
+
+def _define_late() -> None:
+    """Make the late events' classes and publish them with the complete tables, once."""
+    with _LATE_LOCK:
+        if "ReplyPart" in globals():
+            return
+        from . import _late_events as late
+
+        classes = {name: getattr(late, name) for name in _LATE}
+        for name, cls in classes.items():
+            _register(_LATE[name], cls)
+        event = Union[(*_TYPES.values(),)]  # type: ignore[valid-type]  # the core kinds, then the late ones
+        globals().update(classes, Event=event, EVENT_TYPES=_TYPES, TYPE_NAMES=_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LATE or name in _COMPLETE:
+        _define_late()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LATE) | set(_COMPLETE))
+
+
+def type_name(event: Any) -> str | None:
+    """The kind of ``event`` as its JSON ``type`` says it (``"text_delta"``), or None for
+    an object that is not an event. A door can tell the late kinds apart by it without
+    asking for their classes."""
+    return _NAMES.get(type(event))
 
 
 def _json_value(value: Any) -> Any:
@@ -189,7 +217,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     """The JSON object of an event: ``{"type": "text_delta", "text": "…"}`` (fields left at
     their default of an empty usage or parts are left out)."""
     cls = type(event)
-    out: dict[str, Any] = {"type": TYPE_NAMES[cls]}
+    out: dict[str, Any] = {"type": _NAMES[cls]}
     defaults = _DEFAULTS[cls]
     for name in _FIELDS[cls]:
         value = getattr(event, name)
@@ -205,7 +233,10 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     if not isinstance(data, dict):
         raise ValueError("an event must be a JSON object")
     kind = data.get("type")
-    cls = EVENT_TYPES.get(kind)  # type: ignore[arg-type]
+    cls = _TYPES.get(kind)  # type: ignore[arg-type]
+    if cls is None and kind in _LATE_KINDS:
+        _define_late()
+        cls = _TYPES[kind]  # type: ignore[index]
     if cls is None:
         raise ValueError(f"unknown event type {kind!r}")
     values = {k: data[k] for k in _FIELDS[cls] if k in data}
@@ -223,17 +254,18 @@ def _rebuild_fields(cls: type, values: dict[str, Any]) -> None:
 
         key, part = ("question", Question) if cls is QuestionAsked else ("answer", Answer)
         if key not in values:
-            raise ValueError(f"bad {TYPE_NAMES[cls]} event: missing field")
+            raise ValueError(f"bad {_NAMES[cls]} event: missing field")
         values[key] = part.from_dict(values[key])
     if "usage" in values:
         values["usage"] = usage_from_json(values["usage"])
-    if "parts" in values or cls is ReplyPart:
+    kind = _NAMES[cls]
+    if "parts" in values or kind == "reply_part":
         from .content import part_from_dict  # (events with parts only)
     if "parts" in values:
         values["parts"] = tuple(part_from_dict(p) for p in values["parts"] or ())
-    if cls is ReplyPart and "part" in values:
+    if kind == "reply_part" and "part" in values:
         values["part"] = part_from_dict(values["part"])
-    if cls is StateDelta and "ops" in values:
+    if kind == "state_delta" and "ops" in values:
         if not isinstance(values["ops"], list):
             raise ValueError("bad state_delta event: ops must be a list")
         values["ops"] = tuple(values["ops"])

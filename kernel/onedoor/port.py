@@ -16,7 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
-from .events import Event, RunFailed, RunFinished, StateDelta, StateSnapshot, TextDelta, UsageReported
+from . import events as _events
+from .events import RunFailed, RunFinished, TextDelta
 from .messages import ROLES, Message, Role, ToolCall, normalize_history  # noqa: F401 - re-exported
 from .principals import LOCAL
 from .questions import APPROVAL, Answer, Question, QuestionError, closing_answer  # noqa: F401 - re-exported
@@ -24,6 +25,7 @@ from .usage import ModelUsage
 
 if TYPE_CHECKING:
     from .content import Part
+    from .events import Event
 
 
 @dataclass(frozen=True)
@@ -120,15 +122,15 @@ class RunContext:
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Replace the run's shared state (a JSON object)."""
-        self._send(StateSnapshot(state))
+        self._send(_events.StateSnapshot(state))
 
     def patch_state(self, ops: Sequence[dict[str, Any]]) -> None:
         """Change the run's shared state by RFC 6902 JSON Patch operations."""
-        self._send(StateDelta(tuple(ops)))
+        self._send(_events.StateDelta(tuple(ops)))
 
     def report_usage(self, *usage: ModelUsage) -> None:
         """Add token usage (per model) to the run's."""
-        self._send(UsageReported(tuple(usage)))
+        self._send(_events.UsageReported(tuple(usage)))
 
     def _send(self, event: Any) -> None:
         if self.emit is None:

@@ -92,7 +92,7 @@ class Cluster:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.balancer == "nginx":
             template = (TEMPLATES / "nginx.conf").read_text("utf-8")
-            servers = "\n".join(f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=2s;" for port in self.ports)
+            servers = "\n".join(f"        server 127.0.0.1:{port} max_fails=3 fail_timeout=2s;" for port in self.ports)
             target = self.run_dir / "nginx.conf"
         else:
             template = (TEMPLATES / "haproxy.cfg").read_text("utf-8")
@@ -122,6 +122,11 @@ class Cluster:
         """``METHOD PATH STATUS UPSTREAM`` of each request nginx passed on, in order."""
         log = self.run_dir / "access.log"
         return log.read_text("utf-8").splitlines() if log.exists() else []
+
+    def balancer_log(self, lines: int = 30) -> str:
+        """The last lines of the balancer's error log (nginx) or output (HAProxy), for a failure message."""
+        log = self.run_dir / "error.log"
+        return "\n".join(log.read_text("utf-8", errors="replace").splitlines()[-lines:]) if log.exists() else ""
 
     # -- the whole -----------------------------------------------------------------------------
     def __enter__(self) -> "Cluster":

@@ -102,6 +102,43 @@ def test_run_imports_no_server_library():
     assert "HEAVY=\n" in result.stderr or result.stderr.rstrip().endswith("HEAVY="), result.stderr
 
 
+# What a run given only text never needs: the classes of the events only some runs send,
+# a door's request side of the observers, the content model and parser, journal cursors.
+FIRST_USE = ["onedoor._late_events", "onedoor.observe.requests", "onedoor.content._model", "onedoor.content._parse",
+             "onedoor.journal.cursors"]
+
+
+def _loaded_after_run(*args: str) -> tuple[str, list[str]]:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['onedoor', 'run', *{list(args)!r}]\n"
+        "try:\n"
+        "    runpy.run_module('onedoor', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print('LOADED=' + ','.join(m for m in {FIRST_USE!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    loaded = result.stderr.rstrip().rpartition("LOADED=")[2]
+    return result.stdout, [m for m in loaded.split(",") if m]
+
+
+def test_a_text_run_leaves_for_first_use_what_it_does_not_need():
+    out, loaded = _loaded_after_run("hello")
+    assert "You said: hello" in out
+    assert loaded == [], loaded
+    out, loaded = _loaded_after_run('/state {"n": 1} /image hello')  # a state change and a reply part
+    assert 'State: {"n":1}' in out
+    assert "onedoor._late_events" in loaded, loaded
+
+
+def test_importing_onedoor_imports_neither_typing_nor_its_names():
+    code = ("import sys\nbefore = {'typing', 'collections.abc'} & set(sys.modules)\nimport onedoor\n"
+            "print(sorted({'typing', 'collections.abc', 'onedoor.kernel', 'onedoor.events'} & set(sys.modules) - before))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
 def test_plugins_listing_imports_no_plugin_module():
     code = (
         "import sys, runpy\n"

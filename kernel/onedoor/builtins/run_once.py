@@ -28,13 +28,13 @@ from ..events import (
     QuestionAnswered,
     QuestionAsked,
     ReasoningDelta,
-    ReplyPart,
     RunFailed,
     RunFinished,
     TextDelta,
     ToolFinished,
     ToolStarted,
     event_to_json,
+    type_name,
 )
 from ..kernel import Kernel
 from ..port import Message
@@ -114,7 +114,7 @@ class _Screen:
             if self.show_tools and self.unanswerable is None:
                 made = "".join(" " + part.describe() for part in event.parts)
                 self.note(f"[tool {event.name} {'failed' if event.is_error else '->'} {shorten(event.result)}{made}]\n")
-        elif isinstance(event, ReplyPart):
+        elif type_name(event) == "reply_part":  # (its class is made on first use)
             self.note(f"[the reply holds {event.part.describe()}; `--json` shows it whole]\n")
         elif isinstance(event, (QuestionAsked, QuestionAnswered)):
             self.question(event)

@@ -35,14 +35,12 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Generator, Iterator, Literal, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Generator, Iterator, Literal, Sequence
 
 from ..content import MEDIA_KINDS
 from ..events import (
     STOP_PENDING_TOOLS,
-    Event,
     ReasoningDelta,
-    ReplyPart,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -54,6 +52,9 @@ from ..port import CancelToken, Message, RunContext
 from ..questions import Answer, Question
 from ..wire import encode_json_text
 from .scripted_extras import DOT_PNG, Usage, changed, describe_parts, json_prefix, state_change
+
+if TYPE_CHECKING:
+    from ..events import Event
 
 ALL_ACCEPTED = ",".join((*MEDIA_KINDS, "resource"))
 
@@ -199,6 +200,7 @@ def plan(
         reply = f"Received: {received}. {reply}"
     if flags.get("image"):
         from ..content import Part
+        from ..events import ReplyPart
 
         yield ReplyPart(Part.media("image", "image/png", data=DOT_PNG, name="dot.png"))
     if state:

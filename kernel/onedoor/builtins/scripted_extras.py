@@ -8,13 +8,14 @@ import base64
 import json
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..events import Event, StateDelta, StateSnapshot
+from .. import events as _events  # the state events' classes are made on first use
 from ..messages import Message
 from ..state import apply_patch
 from ..usage import ModelUsage
 
 if TYPE_CHECKING:
     from ..content import Part
+    from ..events import Event
 
 # a 1x1 transparent PNG: what /image and /draw send
 DOT_PNG = base64.b64decode(
@@ -33,13 +34,13 @@ def json_prefix(text: str) -> tuple[Any, str]:
 
 def state_change(value: Any) -> Event:
     if isinstance(value, dict):
-        return StateSnapshot(value)
-    return StateDelta(tuple(value) if isinstance(value, list) else (value,))  # the kernel refuses a bad one
+        return _events.StateSnapshot(value)
+    return _events.StateDelta(tuple(value) if isinstance(value, list) else (value,))  # the kernel refuses a bad one
 
 
 def changed(state: Any, event: Event) -> Any:
     """The state after a change (what the kernel will hold; a change it refuses ends the run)."""
-    if isinstance(event, StateSnapshot):
+    if isinstance(event, _events.StateSnapshot):
         return event.state
     try:
         return apply_patch(state or {}, list(event.ops))  # type: ignore[union-attr]

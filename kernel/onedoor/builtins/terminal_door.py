@@ -37,12 +37,12 @@ from ..events import (
     STOP_CANCELLED,
     QuestionAnswered,
     ReasoningDelta,
-    ReplyPart,
     RunFailed,
     RunFinished,
     TextDelta,
     ToolFinished,
     ToolStarted,
+    type_name,
 )
 from ..kernel import Kernel
 from ..port import Message
@@ -222,8 +222,8 @@ class TerminalDoor:
                     elif isinstance(event, ToolFinished) and options.show_tools:
                         made = "".join(" " + describe(part) for part in event.parts)
                         await channel.send(f"[tool {event.name} -> {shorten(event.result)}{made}]\n")
-                    elif isinstance(event, ReplyPart):
-                        await channel.send(f"\n{describe(event.part)}\n")
+                    elif type_name(event) == "reply_part":  # (its class is made on first use)
+                        await channel.send(f"\n{describe(event.part)}\n")  # type: ignore[union-attr]
                     elif isinstance(event, QuestionAnswered) and isinstance(asker, PolicyAsker):
                         await channel.send(f"[question answered {event.answer.outcome}: nobody at a terminal, "
                                            f"ask_fallback is {options.ask_fallback}]\n")

@@ -37,7 +37,12 @@ resources with text, links and JSON data (:func:`text_of` writes them out).
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_names
-from ._kinds import ALL_KINDS, KINDS, MEDIA_KINDS, TEXT_LIKE
+
+# The kinds of part: naming them loads nothing else.
+MEDIA_KINDS = ("image", "audio", "video", "document")
+TEXT_LIKE = ("resource", "resource_link", "data")  # every backend can be given these as text
+KINDS = ("text", *MEDIA_KINDS, *TEXT_LIKE)
+ALL_KINDS = frozenset(KINDS)
 
 # The model and the reading of what a client sent are imported on first use: a run given
 # text (``onedoor run``) loads neither.

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Sequence
 
 from ..errors import OnedoorError
 from ..wire import encode_json_text
-from ._kinds import ALL_KINDS, KINDS, MEDIA_KINDS, TEXT_LIKE
+from . import ALL_KINDS, KINDS, MEDIA_KINDS, TEXT_LIKE
 
 
 class ContentError(OnedoorError, ValueError):

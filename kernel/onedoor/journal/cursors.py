@@ -8,26 +8,16 @@ the run and is refused as expired, like one older than what the journal keeps.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import LazyPattern
 from ..errors import OnedoorError
+from ..ids import RUN_ID_PATTERN, is_run_id  # (re-exported: what a cursor carries)
 
-RUN_ID_PATTERN = r"[A-Za-z0-9_.-]{1,128}"  # what a run id may be (cursors carry it)
 CURSOR_PATTERN = rf"^{RUN_ID_PATTERN}:[0-9]{{1,9}}:[0-9]{{1,12}}$"  # for schemas (OpenAPI)
-
-
-@functools.cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The run id and cursor patterns, compiled on first use (start-up compiles neither)."""
-    return re.compile(RUN_ID_PATTERN), re.compile(rf"({RUN_ID_PATTERN}):(\d{{1,9}}):(\d{{1,12}})", re.ASCII)
-
-
-def is_run_id(text: Any) -> bool:
-    """Whether ``text`` can be a run id (what a cursor can carry)."""
-    return isinstance(text, str) and _patterns()[0].fullmatch(text) is not None
+_CURSOR = LazyPattern(rf"({RUN_ID_PATTERN}):(\d{{1,9}}):(\d{{1,12}})", re.ASCII)  # compiled on first use
 
 
 if TYPE_CHECKING:
@@ -36,7 +26,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name == "RUN_ID":  # the compiled run id pattern, as this module has always offered it
-        return _patterns()[0]
+        return re.compile(RUN_ID_PATTERN)  # (re keeps it compiled)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -70,7 +60,7 @@ class Cursor:
 
 def parse_cursor(text: Any) -> Cursor:
     """A cursor from its text form; ``ValueError`` (a short message) for anything else."""
-    match = _patterns()[1].fullmatch(text) if isinstance(text, str) else None
+    match = _CURSOR.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise ValueError("not a cursor: expected RUN_ID:EPOCH:SEQ, as in an event's id")
     return Cursor(match.group(1), int(match.group(2)), int(match.group(3)))

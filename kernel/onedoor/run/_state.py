@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import events as _events  # the state events' classes are made on first use
 from ..errors import ContractViolation
-from ..events import StateDelta, StateSnapshot
 from ..state import apply_patch, checked_state, copy_state, size_bound, state_chars
+
+if TYPE_CHECKING:
+    from ..events import StateDelta, StateSnapshot
 
 
 class RunState:
@@ -36,13 +39,13 @@ class RunState:
         """Check and apply a backend's change; the event to pass on (ContractViolation when
         it does not apply: the state stays as it was)."""
         try:
-            if isinstance(event, StateSnapshot):
+            if isinstance(event, _events.StateSnapshot):
                 # one fresh copy, shared by the event, the value and the change: none of them
                 # is changed in place (a patch makes a new document, sharing what it leaves)
                 new = checked_state(event.state, self.limit)
                 self.changes.append(("snapshot", new))
                 self.value, self._size = new, -1
-                return StateSnapshot(new)
+                return _events.StateSnapshot(new)
             ops = checked_state({"ops": list(event.ops)}, self.limit)["ops"]  # JSON, and a copy
             new = apply_patch(self.value or {}, ops)
             self._check_size(new, ops)
@@ -50,7 +53,7 @@ class RunState:
             raise ContractViolation(f"a state change was refused: {exc}") from None
         self.changes.append(("delta", ops))
         self.value = new
-        return StateDelta(tuple(ops))
+        return _events.StateDelta(tuple(ops))
 
     def _check_size(self, new: dict[str, Any], ops: Any) -> None:
         """ValueError when ``new`` is past the limit. Measured only when a bound of what the

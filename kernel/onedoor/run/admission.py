@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..errors import RunRefused
-from ..journal.cursors import is_run_id
+from ..ids import is_run_id
 from ..limits import Limits
 from ..messages import Message, normalize_history
 from ..questions import clip

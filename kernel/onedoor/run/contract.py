@@ -14,24 +14,24 @@ to check a backend in isolation.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ContractViolation
 from ..events import (
     STOP_PENDING_TOOLS,
     ReasoningDelta,
-    ReplyPart,
     RunFailed,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
     TextDelta,
     ToolFinished,
     ToolStarted,
-    UsageReported,
+    type_name,
 )
 from ..usage import ModelUsage
+
+if TYPE_CHECKING:
+    from ..events import ReplyPart, StateDelta, StateSnapshot, UsageReported
 
 
 class Contract:
@@ -71,14 +71,15 @@ class Contract:
         if self.ended:
             raise ContractViolation(f"backend sent {kind.__name__} after the run had ended")
         if not self.started:
-            if kind in _ANY_TIME:  # a state change or usage sent through the run context, before the first yield
-                _RULES[kind](self, event)
+            if kind is RunStarted:
+                self.started = self._mid_run = True
                 return
-            if kind is not RunStarted:
-                raise ContractViolation(f"backend sent {kind.__name__} before RunStarted")
-            self.started = self._mid_run = True
-            return
-        rule = _RULES.get(kind)
+            late = type_name(event)
+            if late in _ANY_TIME:  # a state change or usage sent through the run context, before the first yield
+                _LATE_RULES[late](self, event)
+                return
+            raise ContractViolation(f"backend sent {kind.__name__} before RunStarted")
+        rule = _RULES.get(kind) or _late_rule(event)
         if rule is None:
             if kind is RunStarted:
                 raise ContractViolation("backend sent RunStarted twice")
@@ -154,7 +155,7 @@ class Contract:
         return closing
 
 
-_ANY_TIME = (StateSnapshot, StateDelta, UsageReported)
+_ANY_TIME = ("state_snapshot", "state_delta", "usage_reported")  # kinds that may come before RunStarted
 
 
 def _check_usage(usage: Any) -> None:
@@ -164,13 +165,25 @@ def _check_usage(usage: Any) -> None:
 
 _RULES: dict[type, Callable[[Contract, Any], None]] = {
     TextDelta: Contract._text,
-    ReplyPart: Contract._reply_part,
-    StateSnapshot: Contract._state_snapshot,
-    StateDelta: Contract._state_delta,
-    UsageReported: Contract._usage,
     ReasoningDelta: Contract._reasoning,
     ToolStarted: Contract._tool_started,
     ToolFinished: Contract._tool_finished,
     RunFinished: Contract._run_finished,
     RunFailed: Contract._run_failed,
 }
+
+# The events only some runs send, by kind: their classes are made on first use
+# (onedoor.events), and join the table above the first time one comes.
+_LATE_RULES: dict[str | None, Callable[[Contract, Any], None]] = {
+    "reply_part": Contract._reply_part,
+    "state_snapshot": Contract._state_snapshot,
+    "state_delta": Contract._state_delta,
+    "usage_reported": Contract._usage,
+}
+
+
+def _late_rule(event: Any) -> Callable[[Contract, Any], None] | None:
+    rule = _LATE_RULES.get(type_name(event))
+    if rule is not None:
+        _RULES[type(event)] = rule
+    return rule

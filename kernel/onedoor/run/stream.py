@@ -12,22 +12,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator
 
+from .. import events as _events  # the state and usage events' classes are made on first use
 from ..errors import ContractViolation
 from ..events import (
     STOP_CANCELLED,
     STOP_SUSPENDED,
     TERMINAL_EVENTS,
-    Event,
     RunFailed,
     RunFinished,
     RunStarted,
-    StateDelta,
-    StateSnapshot,
     ToolFinished,
     ToolStarted,
-    UsageReported,
+    type_name,
 )
 from ..observe import notify, observed
 from ._core import RunCore
@@ -35,6 +33,9 @@ from ._gate import Injected, Observation
 from ._runner import StopRun
 from ._turn import open_turn, save_turn
 from .model import RunInfo
+
+if TYPE_CHECKING:
+    from ..events import Event
 
 log = logging.getLogger("onedoor.kernel")
 
@@ -193,7 +194,7 @@ class RunStream:
         try:
             yield RunStarted(run_id)
             if not self._resumed and core.state.shown_at_start:
-                yield StateSnapshot(core.state.value or {})  # shared: a state is never changed in place
+                yield _events.StateSnapshot(core.state.value or {})  # shared: a state is never changed in place
             terminal: Any = None
             try:
                 await self._start_run()
@@ -312,9 +313,10 @@ class RunStream:
         kind = type(event)
         if kind is RunStarted:
             return None
-        if kind is StateSnapshot or kind is StateDelta:
+        late = type_name(event) if kind is not ToolStarted and kind is not ToolFinished else None
+        if late == "state_snapshot" or late == "state_delta":
             event = core.state.apply(event)
-        elif kind is UsageReported:
+        elif late == "usage_reported":
             core.add_usage(event.usage)
             notify(core.host.hooks, "onedoor_usage", run=core.info, usage=event.usage)
         self._note_tool(event)

@@ -8,7 +8,7 @@ import random
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..events import ReplyPart, TextDelta, ToolFinished, ToolStarted
+from ..events import TextDelta, ToolFinished, ToolStarted, type_name
 from ..messages import Message, ToolCall
 from ..usage import ModelUsage
 from ..wire import join_surrogates
@@ -33,7 +33,7 @@ class TurnRecorder:
 
     def note(self, event: Any, parts: Sequence[str]) -> None:
         kind = type(event)
-        if kind is ToolStarted or kind is ToolFinished or kind is ReplyPart:
+        if kind is ToolStarted or kind is ToolFinished or type_name(event) == "reply_part":
             self.marks.append((len(parts), event))
 
     def messages(
@@ -71,7 +71,7 @@ class TurnRecorder:
             if results and kind is not ToolFinished:  # the calls before were answered: the next message
                 emit()
                 text_from, text_to = text_to or 0, None
-            if kind is ReplyPart:
+            if kind is not ToolStarted and kind is not ToolFinished:  # a ReplyPart (all note() keeps)
                 replies.append((at, event.part))
             elif kind is ToolStarted:
                 if text_to is None:

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from typing import Any
+
+from .._lazy import LazyPattern
 
 MAX_DEPTH = 64  # nesting a protocol message may have; JSON-RPC and AG-UI need far less
 MAX_NUMBER_CHARS = 100  # digits in one number literal (Python refuses ints over 4300 digits anyway)
@@ -20,17 +21,12 @@ class WireError(ValueError):
         self.reason = reason
 
 
-# Patterns, compiled on first use by _rx (start-up compiles none).
-_SURROGATE_ESCAPE = rb"\\u[dD][89a-fA-F]"
-_SURROGATE_ESCAPE_TEXT = r"\\u[dD][89a-fA-F]"
-_SURROGATE = "[\ud800-\udfff]"
-_STRINGS = r'"(?:[^"\\]|\\.)*"'
-_BRACKETS = r"[^\[\]{}]+"
-
-
-@functools.cache
-def _rx(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
-    return re.compile(pattern, flags)
+# Patterns, compiled on first use (start-up compiles none).
+_SURROGATE_ESCAPE = LazyPattern(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_TEXT = LazyPattern(r"\\u[dD][89a-fA-F]")
+_SURROGATE = LazyPattern("[\ud800-\udfff]")
+_STRINGS = LazyPattern(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = LazyPattern(r"[^\[\]{}]+")
 
 
 def _reject_constant(name: str) -> Any:
@@ -57,7 +53,7 @@ _decoder = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, pars
 
 def nesting_depth(text: str) -> int:
     """How deeply arrays and objects nest in JSON ``text`` (brackets inside strings ignored)."""
-    brackets = _rx(_BRACKETS).sub("", _rx(_STRINGS, re.DOTALL).sub("", text) if '"' in text else text)
+    brackets = _BRACKETS.sub("", _STRINGS.sub("", text) if '"' in text else text)
     depth = deepest = 0
     for char in brackets:
         if char in "[{":
@@ -85,7 +81,7 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 def _has_surrogate(value: Any) -> bool:
     if isinstance(value, str):
-        return _rx(_SURROGATE).search(value) is not None
+        return _SURROGATE.search(value) is not None
     if isinstance(value, dict):
         return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
     if isinstance(value, list):
@@ -108,16 +104,16 @@ def _surrogate_error(text: str) -> WireError:
 def decode_json(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) -> Any:
     """Parse one JSON value under this module's policy; raise :class:`WireError`."""
     if isinstance(data, (bytes, bytearray)):
-        escaped = _rx(_SURROGATE_ESCAPE).search(data) is not None
+        escaped = _SURROGATE_ESCAPE.search(data) is not None
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise WireError("not_utf8", f"the input is not UTF-8 (byte {exc.start})") from None
     else:
         text = data
-        if _rx(_SURROGATE).search(text):
+        if _SURROGATE.search(text):
             raise _surrogate_error(text)
-        escaped = _rx(_SURROGATE_ESCAPE_TEXT).search(text) is not None
+        escaped = _SURROGATE_ESCAPE_TEXT.search(text) is not None
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
@@ -178,7 +174,7 @@ def encode_json(value: Any) -> bytes:
 def encode_json_text(value: Any) -> str:
     """Compact JSON as text that always encodes to UTF-8 (for channels that take text)."""
     text = _dumps_utf8(value)
-    if _rx(_SURROGATE).search(text):
+    if _SURROGATE.search(text):
         return _dumps_ascii(value)
     return text
 
@@ -186,7 +182,7 @@ def encode_json_text(value: Any) -> str:
 def join_surrogates(text: str) -> str:
     """``text`` with each pair of surrogates (an emoji split across two deltas, joined back
     to back) made the one character it stands for; a lone surrogate stays as it is."""
-    if _rx(_SURROGATE).search(text) is None:
+    if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 

@@ -18,14 +18,14 @@ A door serves each request (or JSON-RPC message) inside :func:`observed_request`
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
-import time
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator
 
-from .principals import LOCAL
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from .requests import TRACE_KEYS, RequestInfo, observed_request, trace_meta
 
 log = logging.getLogger("onedoor.kernel")
 
@@ -123,62 +123,8 @@ def _guarded_wrapper(inner: Any, who: str) -> Generator[None, Any, Any]:
     return sent
 
 
-TRACE_KEYS = ("traceparent", "tracestate", "baggage")  # W3C trace context, passed on as it came
-
-
-@dataclass
-class RequestInfo:
-    """A request (or message) a door is serving, as observers see it. ``meta``: what the
-    client sent that observers may want (W3C trace context: :data:`TRACE_KEYS`)."""
-
-    door: str
-    transport: str = ""
-    method: str = ""
-    meta: dict[str, str] = field(default_factory=dict)
-    principal: str = LOCAL
-    started_at: float = field(default_factory=time.time)
-    scratch: dict[str, Any] = field(default_factory=dict)  # the observers' own
-
-
-def trace_meta(source: Any) -> dict[str, str]:
-    """The W3C trace context in ``source`` (headers, an MCP ``_meta``, SLIM metadata: any
-    mapping, keys compared without case), as short strings; empty when there is none."""
-    if not source:
-        return {}
-    try:
-        items = source.items()
-    except AttributeError:
-        return {}
-    found: dict[str, str] = {}
-    for key, value in items:
-        name = key.decode("latin-1") if isinstance(key, bytes) else key
-        if isinstance(name, str) and name.lower() in TRACE_KEYS:
-            text = value.decode("latin-1") if isinstance(value, bytes) else value
-            if isinstance(text, str) and len(text) <= 1024:
-                found[name.lower()] = text
-    return found
-
-
-@contextlib.asynccontextmanager
-async def observed_request(
-    hooks: Any, *, door: str, transport: str = "", method: str = "", meta: dict[str, str] | None = None,
-    principal: str = LOCAL,
-) -> AsyncIterator[RequestInfo | None]:
-    """Serve a request inside ``onedoor_request_started`` / ``onedoor_request_finished``
-    (nothing at all when nobody observes requests: yields None)."""
-    if not observed(hooks, "onedoor_request_started") and not observed(hooks, "onedoor_request_finished"):
-        yield None
-        return
-    request = RequestInfo(door, transport, method, dict(meta or {}), principal)
-    notify(hooks, "onedoor_request_started", request=request)
-    error: str | None = None
-    try:
-        yield request
-    except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        raise
-    finally:
-        notify(hooks, "onedoor_request_finished", request=request, error=error)
-
+# the request side, imported on first use (a run alone needs only notify and observed)
+__getattr__, __dir__ = lazy_names(__name__, dict.fromkeys(["RequestInfo", "TRACE_KEYS", "observed_request", "trace_meta"],
+                                                          ".requests"), globals())
 
 __all__ = ["RequestInfo", "TRACE_KEYS", "notify", "observed", "observed_request", "trace_meta"]
