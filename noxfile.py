@@ -11,7 +11,9 @@ listed test folders run in it::
     tests = ["tests/door_mcp"]
     npm = ["tests/door_mcp/js"]             # optional: folders to `npm ci` first
     resolution = "newest"                   # optional: "newest" upgrades every dependency to
-                                            # its newest release; "lowest" installs each
+                                            # its newest release (and runs a folder only where
+                                            # that differs from another combination's pins);
+                                            # "lowest" installs each
                                             # declared dependency at its lower bound (uv)
 
 Every combination runs on Python 3.11; those in :data:`ALL_PYTHONS` also on 3.12 and 3.13
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,7 +58,7 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 ALL_PYTHONS = {"kernel", "all-http", "door-acp"}
 NPM_READY = "ONEDOOR_NPM_READY"  # set by the matrix session: the npm folders are installed already
 # Rough minutes each session takes in CI, to start the long ones first (unknown: 1).
-EXPECTED_MINUTES = {"tests(lowest)": 12, "tests(newest)": 9, "packaging": 7, "tests(mcp-2.3)": 5, "tests(mcp-1.26)": 4,
+EXPECTED_MINUTES = {"tests(lowest)": 7.5, "packaging": 5.5, "tests(mcp-2.3)": 5, "tests(mcp-1.26)": 4,
                     "tests(all-http)": 3.5, "tests(all-http-3.12)": 3.5, "tests(all-http-3.13)": 3.5, "tests(agui)": 3.3,
                     "tests(deploy)": 3, "tests(rest)": 2.5, "lint": 2}
 TEST_TOOLS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3", "hypothesis>=6.100", "httpx>=0.27"]
@@ -172,9 +175,56 @@ def tests(session: nox.Session, combo: str) -> None:
     label = combo if session.python == PYTHON else f"{combo}-{session.python}"
     artifacts = ROOT / "test-artifacts" / label
     artifacts.mkdir(parents=True, exist_ok=True)
-    (artifacts / "pip-freeze.txt").write_text(session.run("python", "-m", "pip", "freeze", silent=True) or "")
+    freeze = session.run("python", "-m", "pip", "freeze", silent=True) or ""
+    (artifacts / "pip-freeze.txt").write_text(freeze)
+    folders = list(spec["tests"])
+    if spec.get("resolution") == "newest" and not session.posargs:
+        folders = _not_run_elsewhere(session, combo, folders, _versions(freeze))
+        if not folders:
+            return
     env = {"ONEDOOR_TEST_ARTIFACTS": str(artifacts), "ONEDOOR_COMBO": combo}
-    session.run("pytest", *spec["tests"], *session.posargs, env=env)
+    session.run("pytest", *folders, *session.posargs, env=env)
+
+
+_PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^,;\s]+)$")
+
+
+def _name(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def _versions(freeze: str) -> dict[str, str]:
+    """``pip freeze`` output as {normalized name: version}."""
+    found = {}
+    for line in freeze.splitlines():
+        match = _PIN.match(line.strip())
+        if match:
+            found[_name(match[1])] = match[2]
+    return found
+
+
+def _not_run_elsewhere(session: nox.Session, combo: str, folders: list[str], installed: dict[str, str]) -> list[str]:
+    """The folders of a ``newest`` combination that no other combination already runs at
+    these versions: a folder is left out when another combination runs it and every
+    library that combination pins (``name==version``) is installed here at that same
+    version (its newest release is the pinned one). A new release brings the folder back."""
+    kept = []
+    for folder in folders:
+        same = None
+        for name, other in COMBOS.items():
+            if name == combo or folder not in other["tests"]:
+                continue
+            pins = [m.groups() for m in map(_PIN.match, other.get("install", [])) if m]
+            if pins and all(installed.get(_name(dist)) == version for dist, version in pins):
+                same = f"{name} ({', '.join(f'{dist} {version}' for dist, version in pins)})"
+                break
+        if same is None:
+            kept.append(folder)
+        else:
+            session.log(f"{combo}: {folder} left out: the newest releases here are the pins of {same}, which runs it")
+    if not kept:
+        session.log(f"{combo}: nothing to run that other combinations do not already run at these versions")
+    return kept
 
 
 @nox.session(python=False)
