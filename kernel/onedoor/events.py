@@ -18,7 +18,9 @@ tool's result that is more than text).
 Events are frozen dataclasses. The classes of the four a backend may send besides are
 made the first time anyone asks this module for one of them (or for ``Event``,
 ``EVENT_TYPES`` or ``TYPE_NAMES``, which then hold every kind), so a run that sends only
-text does not pay for them at start-up; :func:`type_name` tells any event's kind. Every event turns into a JSON object with a ``type`` field
+text does not pay for them at start-up; :func:`type_name` tells any event's kind.
+
+Every event turns into a JSON object with a ``type`` field
 (``event_to_dict`` / ``event_from_dict``) and back without loss; fields at their default
 (no usage, no parts) are left out, and ``event_from_dict`` ignores fields it does not know,
 so servers a version apart read each other's events.
