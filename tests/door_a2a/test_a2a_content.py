@@ -294,3 +294,25 @@ def test_hostile_content_gets_a_clear_error_and_the_server_serves_on(strict: Any
     after = rpc(strict, v1_message({"text": "still here"}))
     assert after["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", after
     assert strict.alive() and traceback_in(strict.stderr()) is None, strict.stderr()[-3000:]
+
+
+def test_a_part_that_would_overfill_its_context_is_refused_before_any_task(tmp_path_factory: pytest.TempPathFactory,
+                                                                             ) -> None:
+    """The thread's size limit counts a part's bytes (``sqlite.max_thread_chars``): the
+    image that would pass it gets -32602 ``thread_too_large`` before a task exists, and the
+    context goes on (before, only the text was counted and the run failed keeping it)."""
+    image = {"raw": b64(b"\x89PNG\r\n\x1a\n" + bytes(20_000)), "mediaType": "image/png"}
+    for server in serve(tmp_path_factory, "-o", "sqlite.max_thread_chars=30000"):
+        context = uuid.uuid4().hex
+        first = rpc(server, {**v1_message({"text": "look"}, image), "contextId": context})
+        assert first["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", first
+        before = tasks_of(server)
+        refused = rpc(server, {**v1_message({"text": "and this"}, image), "contextId": context})
+        error = refused.get("error")
+        assert error is not None and error["code"] == -32602, refused
+        data = error["data"][0]["metadata"] if isinstance(error["data"], list) else error["data"]
+        assert data["error"] == "thread_too_large" and "30000" in data["detail"], error
+        assert tasks_of(server) == before, "no task was made"
+        after = rpc(server, {**v1_message({"text": "still here?"}), "contextId": context})
+        assert after["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", after
+        assert traceback_in(server.stderr()) is None, server.stderr()[-3000:]

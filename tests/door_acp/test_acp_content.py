@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError, text_block
-from acp_harness import JS_DIR, DoorHarness, node_ready, onedoor_command  # type: ignore[import-not-found]
+from acp import RequestError, spawn_agent_process, text_block
+from acp_harness import JS_DIR, DoorHarness, Recorder, node_ready, onedoor_command  # type: ignore[import-not-found]
 from onedoor.builtins.scripted_extras import DOT_PNG
 from onedoor.limits import Limits
 from onedoor.testing import scripted_kernel
@@ -270,3 +271,29 @@ async def test_replies_and_tool_results_with_parts_load_back_as_blocks(data_dir:
     shown = "".join(u["content"]["text"] for u in replayed
                     if u["sessionUpdate"] == "agent_message_chunk" and u["content"]["type"] == "text")
     assert shown == live_text and shown.startswith("Received: 1 image")
+
+
+async def test_a_photo_sized_image_is_kept_by_the_default_store_and_an_overfull_thread_is_refused(
+    agent_env: dict[str, str],
+) -> None:
+    """`onedoor acp` as installed (a thread store of its own, default limits) takes a 3 MB
+    image, as an editor pastes one; a prompt that would take the session's thread past the
+    store's limit gets -32602 before any run (not a run that fails keeping it), and the
+    session goes on."""
+    photo = DOT_PNG + os.urandom(3 * 1024 * 1024)
+    block = {"type": "image", "data": base64.b64encode(photo).decode("ascii"), "mimeType": "image/png"}
+    cmd = onedoor_command() + ["acp", "-o", "sqlite.max_thread_chars=5000000", "-o", "reasoning=false", "-o", "tool=false"]
+    rec = Recorder()
+    async with spawn_agent_process(rec, cmd[0], *cmd[1:], env=agent_env) as (conn, _proc):
+        await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(Path.cwd()), mcp_servers=[])).session_id
+        response = await conn.prompt(session_id=sid, prompt=[text_block("what is this?"), block])
+        assert response.stop_reason == "end_turn"
+        assert rec.text().startswith(f"Received: 1 image (image/png, {len(photo):,} bytes). "), rec.text()[:200]
+        with pytest.raises(RequestError) as refused:
+            await conn.prompt(session_id=sid, prompt=[text_block("and this?"), block])
+        assert refused.value.code == -32602, str(refused.value)
+        assert "the limit is 5000000: start a new thread" in str(refused.value), str(refused.value)
+        rec.updates.clear()
+        again = await conn.prompt(session_id=sid, prompt=[text_block("still there?")])
+        assert again.stop_reason == "end_turn" and "still there?" in rec.text()

@@ -137,6 +137,28 @@ def test_allowed_hosts_option(start_http_server: Any) -> None:
     assert refused.status_code == 421
 
 
+def test_a_body_over_the_doors_own_cap_is_413_and_the_session_serves_on(start_http_server: Any) -> None:
+    """``mcp.max_body_bytes`` below the transport's: the door answers 413 itself, on SDK
+    1.x too (on 2.x it hands the guard's body on without the SDK's buffering middleware,
+    which had the cap), and the same session goes on."""
+    server = start_http_server("-o", "mcp.max_body_bytes=20000")
+    with httpx.Client(timeout=30, follow_redirects=True) as client:
+        session = _initialize(client, server.url)
+        headers = {**ACCEPT, "mcp-session-id": session}
+
+        def call(message: str, id_: int) -> httpx.Response:
+            body = {"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+                    "params": {"name": "ask", "arguments": {"message": message}}}
+            return client.post(server.url, json=body, headers=headers)
+
+        over = call("x" * 25_000, 1)
+        assert over.status_code == 413, over.text
+        fine = call("under the cap", 2)
+        assert fine.status_code == 200, fine.text
+        (answer,) = [m for m in sse_messages(fine.text) if m.get("id") == 2]
+        assert answer["result"]["content"][0]["text"].startswith("You said: under the cap")
+
+
 # -- the door's app alone, on uvicorn in this process -----------------------------------------
 
 

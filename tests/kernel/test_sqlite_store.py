@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -144,6 +145,76 @@ WRITER = textwrap.dedent(
     asyncio.run(main(sys.argv[1]))
     """
 )
+
+
+async def test_a_thread_read_again_parses_only_its_new_messages(tmp_path, monkeypatch):
+    """Two stores on one file (two servers): each parses a message once, sees what the
+    other appended, and a thread deleted and made again under the same id is read anew."""
+    from onedoor.threads import sqlite as sqlite_module
+
+    parsed: list[str] = []
+    real = sqlite_module.Message.from_dict
+
+    def counting(data):
+        parsed.append(data["content"])
+        return real(data)
+
+    monkeypatch.setattr(sqlite_module.Message, "from_dict", staticmethod(counting))
+    one, two = SQLiteThreadStore(tmp_path / "t.db"), SQLiteThreadStore(tmp_path / "t.db")
+    try:
+        thread = await one.create("alice", thread_id="t-again")
+        await one.append("alice", thread.id, TURN[:2], expected_version=0)
+        assert (await one.get("alice", thread.id)).messages == TURN[:2]
+        assert len(parsed) == 2, "the append read back its two messages; the next read parsed none"
+        await two.append("alice", thread.id, TURN[2:], expected_version=1)
+        parsed.clear()
+        assert (await one.get("alice", thread.id)).messages == TURN, "the other store's messages are seen"
+        assert parsed == [m.content for m in TURN[2:]], "only what the other store added is parsed"
+        assert await two.delete("alice", thread.id)
+        await asyncio.sleep(0.01)  # (a new created_at)
+        await two.create("alice", thread_id="t-again")
+        other = (Message("user", "another thread, the same id"),)
+        await two.append("alice", "t-again", other, expected_version=0)
+        assert (await one.get("alice", "t-again")).messages == other
+    finally:
+        await one.close()
+        await two.close()
+
+
+async def test_a_write_rolled_back_leaves_nothing_parsed_behind(tmp_path, monkeypatch):
+    """An append whose commit fails (a full disk) read its messages back before: they are
+    not kept as the thread's, so what another server appends in their place is read."""
+    from onedoor.threads import sqlite as sqlite_module
+
+    store = SQLiteThreadStore(tmp_path / "t.db")
+    try:
+        thread = await store.create("alice")
+        await store.append("alice", thread.id, TURN[:1], expected_version=0)
+
+        def failing_commit(work):
+            def run(db):
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    work(db)
+                    raise sqlite3.OperationalError("disk I/O error")
+                finally:
+                    db.execute("ROLLBACK")
+
+            return run
+
+        with monkeypatch.context() as patched:
+            patched.setattr(sqlite_module, "_immediate", failing_commit)
+            with pytest.raises(sqlite3.OperationalError):
+                await store.append("alice", thread.id, TURN[1:2], expected_version=1)
+        other = (Message("assistant", "what the store holds instead"),)
+        elsewhere = SQLiteThreadStore(tmp_path / "t.db")
+        try:
+            await elsewhere.append("alice", thread.id, other, expected_version=1)
+        finally:
+            await elsewhere.close()
+        assert (await store.get("alice", thread.id)).messages == (TURN[0], *other)
+    finally:
+        await store.close()
 
 
 async def test_committed_turns_survive_kill_9(tmp_path):

@@ -4,6 +4,7 @@ each run's turn there (SQLite on disk), whatever door the run came through."""
 from __future__ import annotations
 
 import asyncio
+import base64
 
 import pytest
 from onedoor.builtins.scripted import ScriptedOptions, scripted
@@ -12,6 +13,9 @@ from onedoor.events import STOP_CANCELLED, RunFailed, RunFinished, TextDelta
 from onedoor.kernel import INTERRUPTED_REPLY, Backend, Kernel, Limits
 from onedoor.questions import Answer, SuspendAsker
 from onedoor.threads.sqlite import SQLiteThreadStore
+from onedoor.threads.stores import SQLiteOptions
+
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture
@@ -103,6 +107,39 @@ async def test_a_thread_over_the_input_limit_is_refused_before_the_run(store):
     with pytest.raises(RunRefused) as refused:
         kernel.run("one more", thread=thread, principal="alice")
     assert refused.value.reason == "too_large"
+
+
+async def test_a_message_that_would_overfill_its_thread_is_refused_before_the_run(tmp_path):
+    """Counted as the store counts it (text, plus a part's bytes): refused with no slot
+    taken and nothing kept, not a run that starts and then fails keeping the message."""
+    store = SQLiteThreadStore(tmp_path / "threads.db", max_thread_chars=5_000)
+    try:
+        kernel = Kernel(Backend("scripted", scripted, accepts=frozenset({"image"})), store=store)
+        thread = await store.create("alice")
+        image = [{"type": "text", "text": "look"}, {"type": "image", "media_type": "image/png",
+                                                    "data": base64.b64encode(PNG + bytes(6_000)).decode()}]
+        with pytest.raises(RunRefused) as refused:
+            kernel.run(image, thread=thread, principal="alice")
+        assert refused.value.reason == "too_large" and "the limit is 5000" in str(refused.value)
+        assert kernel.active_runs == 0 and not (await store.get("alice", thread.id)).messages
+        smaller = [image[0], {**image[1], "data": base64.b64encode(PNG + bytes(3_000)).decode()}]
+        events = await drain(kernel.run(smaller, thread=thread, principal="alice"))
+        assert type(events[-1]) is RunFinished, events[-1]
+        kept = await store.get("alice", thread.id)
+        assert kept.messages[0].parts[-1].data == PNG + bytes(3_000)
+        with pytest.raises(RunRefused) as again:  # 3,000 bytes held: another such image does not fit
+            kernel.run(smaller, thread=kept, principal="alice")
+        assert again.value.reason == "too_large" and f"holds {sum(m.size for m in kept.messages)} characters" in str(
+            again.value)
+    finally:
+        await store.close()
+
+
+def test_the_default_store_keeps_what_the_default_content_limits_let_in():
+    """A message the kernel takes by default (its parts up to ``max_content_bytes``) fits a
+    new thread of the default store, with room for more."""
+    limits, options = Limits(), SQLiteOptions()
+    assert options.max_thread_chars >= 3 * limits.max_content_bytes
 
 
 async def test_a_store_that_fails_fails_the_run_clearly(tmp_path):

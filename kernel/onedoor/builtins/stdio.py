@@ -109,7 +109,12 @@ class StdioChannel:
                 if not self._deliver(MessageTooLarge(size, self._limit)):
                     return
                 continue
-            text = line.decode("utf-8", errors=self._errors).rstrip("\r\n")
+            end = len(line)
+            while end and line[end - 1] in b"\r\n":
+                end -= 1
+            with memoryview(line) as view:  # decoded in place: a big line is not copied before it is decoded
+                text = str(view[:end], "utf-8", self._errors)
+            del line
             if self._newline and not text.strip():
                 continue  # blank lines between NDJSON messages are ignored
             if not self._deliver(text):

@@ -14,6 +14,7 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from ..errors import RunRefused
 from ..limits import Limits
+from ..messages import Message
 from ..port import CancelToken, RunContext, ToolSpec
 from ..questions import SILENT_DENY, Answer, Asker, Question, QuestionError, check_answer, clip
 from ..state import checked_state, copy_state
@@ -71,6 +72,8 @@ class RunRegistry:
             history = self._thread_history(thread, history, principal)
         text, parts = check_content(self.limits, message, self.backend.accepts, self.backend.name)
         past = check_input(self.limits, text, history)
+        if thread is not None:
+            self._check_room(thread, text, parts)
         run_state = self._run_state(thread, state, state_version)
         if run_id is not None:
             check_run_id(run_id, self.live.__contains__, self._kept)
@@ -100,6 +103,18 @@ class RunRegistry:
             raise RunRefused("pending_questions", f"thread {thread.id!r} has a run waiting for answers to "
                              f"{', '.join(clip(q) for q in waiting)}: answer them (or cancel the run) first")
         return thread.messages
+
+    def _check_room(self, thread: Thread, text: str, parts: tuple[Any, ...]) -> None:
+        """A message that would take its thread past the store's size limit is refused
+        before the run starts (else the run would start and fail keeping it)."""
+        limit = getattr(self.store, "max_thread_chars", None)
+        if not isinstance(limit, int):
+            return
+        held = sum(m.size for m in thread.messages)
+        adding = Message("user", text, parts=parts).size
+        if held + adding > limit:
+            raise RunRefused("too_large", f"thread {thread.id!r} holds {held} characters and this message {adding} "
+                             f"(a part's bytes count as characters); the limit is {limit}: start a new thread")
 
     def _run_state(self, thread: Thread | None, state: Any, version: int | None) -> RunState:
         """The run's state at its start: the thread's, or what the client sent (kept with the

@@ -265,6 +265,14 @@ async def check_two_stores_share_threads(make_store: StoreFactory) -> None:
         assert [s.id for s in await one.list(owner)] == [thread.id]
         assert await two.delete(owner, thread.id) is True
         assert await one.get(owner, thread.id) is None
+        # the same id made again, through the other store: another thread, read as such (a
+        # store that keeps what it read of a thread must tell the two apart)
+        await asyncio.sleep(0.01)
+        again = await two.create(owner, thread_id=thread.id)
+        other = tuple(Message("user", f"a new thread under an old id, message {n}") for n in range(8))  # more than before
+        made = await two.append(owner, again.id, other, expected_version=0)
+        assert await one.get(owner, thread.id) == made and made.messages == other
+        assert (await one.append(owner, thread.id, later, expected_version=1)).messages == other + later
 
 
 async def check_concurrent_writers_on_two_stores(make_store: StoreFactory) -> None:

@@ -14,7 +14,11 @@ Thread ids are made by the store (``t-`` and 24 hex digits) or chosen by the cli
 thread. Stores are plugins of the ``onedoor.stores`` entry-point group
 (:mod:`onedoor.threads.stores`); ``onedoor serve`` gives the kernel one (``kernel.store``).
 Doors make their thread calls through ``kernel.threads`` (:class:`ThreadDesk`). A store
-may keep doors' records beside the threads (:mod:`onedoor.threads.records`).
+may keep doors' records beside the threads (:mod:`onedoor.threads.records`). A store
+that reads a thread again (every turn does) can keep what it parsed of it and read only
+the messages past those (:class:`onedoor.threads.parsed.ParsedMessages`; the SQLite and
+PostgreSQL stores do). A thread's size limit (``max_thread_chars``) counts its text and
+the bytes of its parts; the kernel refuses a message that would pass it before its run.
 """
 
 from __future__ import annotations

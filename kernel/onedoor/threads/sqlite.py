@@ -29,6 +29,7 @@ from ..wire import encode_json_text
 from . import records_sqlite
 from .leases import holder_alive
 from .model import Thread, ThreadError, ThreadSummary, check_append, check_state_update, check_thread_id, new_thread_id
+from .parsed import ParsedMessages
 from .records import Record, RecordPage
 from .turns import title_from
 
@@ -69,7 +70,7 @@ class SQLiteThreadStore:
     """``SQLiteThreadStore(path, max_thread_chars=...)``; ``:memory:`` for a throwaway one."""
 
     def __init__(
-        self, path: str | os.PathLike[str], *, max_thread_chars: int = 2_000_000, shared_journal: bool = False,
+        self, path: str | os.PathLike[str], *, max_thread_chars: int = 64_000_000, shared_journal: bool = False,
         busy_timeout: float = 30.0,
     ) -> None:
         self.path = str(path)
@@ -78,6 +79,7 @@ class SQLiteThreadStore:
         self.shares_journals = shared_journal  # see onedoor.journal.shared (several processes, one file)
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="onedoor-sqlite")
         self._db: sqlite3.Connection | None = None
+        self._parsed = ParsedMessages()  # what a read parsed: the next reads of a thread parse only what is new
 
     # -- plumbing ----------------------------------------------------------------------
     async def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -100,6 +102,14 @@ class SQLiteThreadStore:
             _add_state_columns(db)
             self._db = db
         return work(self._db)
+
+    async def _written(self, thread_id: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        """A write that reads the thread back; if it is rolled back, what it parsed is not kept."""
+        try:
+            return await self._call(work)
+        except BaseException:
+            self._parsed.forget(thread_id)
+            raise
 
     async def close(self) -> None:
         def shut(db: sqlite3.Connection) -> None:
@@ -133,7 +143,7 @@ class SQLiteThreadStore:
         return thread
 
     async def get(self, owner: str, thread_id: str) -> Thread | None:
-        return await self._call(lambda db: _read(db, owner, thread_id))
+        return await self._call(lambda db: _read(db, owner, thread_id, self._parsed))
 
     async def list(self, owner: str, *, limit: int = 50, before: str | None = None) -> list[ThreadSummary]:
         def select(db: sqlite3.Connection) -> list[ThreadSummary]:
@@ -172,9 +182,9 @@ class SQLiteThreadStore:
                 "UPDATE threads SET version = ?, chars = ?, message_count = ?, title = ?, updated_at = ? WHERE id = ?",
                 (version + 1, chars + added, count + len(bodies), title or title_from(messages), time.time(), thread_id),
             )
-            return _read_back(db, owner, thread_id)
+            return _read_back(db, owner, thread_id, self._parsed)
 
-        return await self._call(_immediate(write))
+        return await self._written(thread_id, _immediate(write))
 
     async def update_state(
         self, owner: str, thread_id: str, state: dict[str, Any], *, expected_version: int
@@ -186,9 +196,9 @@ class SQLiteThreadStore:
             check_state_update(thread_id, row[0] if row else None, expected_version)
             db.execute("UPDATE threads SET state = ?, state_version = ?, updated_at = ? WHERE id = ?",
                        (body, expected_version + 1, time.time(), thread_id))
-            return _read_back(db, owner, thread_id)
+            return _read_back(db, owner, thread_id, self._parsed)
 
-        return await self._call(_immediate(write))
+        return await self._written(thread_id, _immediate(write))
 
     async def delete(self, owner: str, thread_id: str) -> bool:
         def remove(db: sqlite3.Connection) -> bool:
@@ -204,6 +214,7 @@ class SQLiteThreadStore:
                 db.execute("ROLLBACK")
                 raise
             if gone:
+                self._parsed.forget(thread_id)
                 _forget_the_log(db)
             return gone > 0
 
@@ -326,8 +337,8 @@ def _immediate(work: Callable[[sqlite3.Connection], T]) -> Callable[[sqlite3.Con
     return run
 
 
-def _read_back(db: sqlite3.Connection, owner: str, thread_id: str) -> Thread:
-    thread = _read(db, owner, thread_id)
+def _read_back(db: sqlite3.Connection, owner: str, thread_id: str, parsed: ParsedMessages) -> Thread:
+    thread = _read(db, owner, thread_id, parsed)
     assert thread is not None
     return thread
 
@@ -341,16 +352,19 @@ def _add_state_columns(db: sqlite3.Connection) -> None:
             db.execute("ALTER TABLE threads ADD COLUMN state_version INTEGER NOT NULL DEFAULT 0")
 
 
-def _read(db: sqlite3.Connection, owner: str, thread_id: str) -> Thread | None:
+def _read(db: sqlite3.Connection, owner: str, thread_id: str, parsed: ParsedMessages) -> Thread | None:
     row = db.execute(
-        "SELECT id, owner, title, settings, version, created_at, updated_at, state, state_version FROM threads "
-        "WHERE id = ? AND owner = ?",
+        "SELECT id, owner, title, settings, version, created_at, updated_at, state, state_version, message_count "
+        "FROM threads WHERE id = ? AND owner = ?",
         (thread_id, owner),
     ).fetchone()
     if row is None:
         return None
-    bodies = db.execute("SELECT body FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,)).fetchall()
-    messages = tuple(Message.from_dict(json.loads(body)) for (body,) in bodies)
+    held = parsed.first(thread_id, row[5], row[9])
+    bodies = db.execute("SELECT body FROM messages WHERE thread_id = ? AND seq >= ? ORDER BY seq",
+                        (thread_id, len(held))).fetchall()
+    messages = held + tuple(Message.from_dict(json.loads(body)) for (body,) in bodies)
+    parsed.keep(thread_id, row[5], messages)
     return Thread(row[0], row[1], row[2], json.loads(row[3]), messages, row[4], row[5], row[6], json.loads(row[7]), row[8])
 
 

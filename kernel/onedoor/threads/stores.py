@@ -41,7 +41,8 @@ def data_dir(configured: str = "") -> Path:
 @dataclass
 class SQLiteOptions:
     path: str = field(default="", metadata={"help": f"the SQLite file (default: DATA_DIR/{THREADS_FILE})"})
-    max_thread_chars: int = field(default=2_000_000, metadata={"help": "largest thread, in characters"})
+    max_thread_chars: int = field(default=64_000_000, metadata={
+        "help": "largest thread: characters of text, plus the bytes of its images and files"})
     busy_timeout: float = field(
         default=30.0, metadata={"help": "seconds a call waits while another process holds the file's write lock"}
     )

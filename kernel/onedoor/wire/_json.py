@@ -24,7 +24,7 @@ class WireError(ValueError):
 # Patterns, compiled on first use (start-up compiles none).
 _SURROGATE_ESCAPE = LazyPattern(rb"\\u[dD][89a-fA-F]")
 _SURROGATE_ESCAPE_TEXT = LazyPattern(r"\\u[dD][89a-fA-F]")
-_SURROGATE = LazyPattern("[\ud800-\udfff]")
+_SURROGATE = LazyPattern("[\ud800-\udfff]")  # (never in an ASCII text: str.isascii() is O(1), tried first)
 _STRINGS = LazyPattern(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = LazyPattern(r"[^\[\]{}]+")
 
@@ -81,7 +81,7 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 def _has_surrogate(value: Any) -> bool:
     if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
+        return not value.isascii() and _SURROGATE.search(value) is not None
     if isinstance(value, dict):
         return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
     if isinstance(value, list):
@@ -104,16 +104,16 @@ def _surrogate_error(text: str) -> WireError:
 def decode_json(data: bytes | bytearray | str, *, max_depth: int = MAX_DEPTH) -> Any:
     """Parse one JSON value under this module's policy; raise :class:`WireError`."""
     if isinstance(data, (bytes, bytearray)):
-        escaped = _SURROGATE_ESCAPE.search(data) is not None
+        escaped = b"\\u" in data and _SURROGATE_ESCAPE.search(data) is not None
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise WireError("not_utf8", f"the input is not UTF-8 (byte {exc.start})") from None
     else:
         text = data
-        if _SURROGATE.search(text):
+        if not text.isascii() and _SURROGATE.search(text):
             raise _surrogate_error(text)
-        escaped = _SURROGATE_ESCAPE_TEXT.search(text) is not None
+        escaped = "\\u" in text and _SURROGATE_ESCAPE_TEXT.search(text) is not None
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
@@ -174,7 +174,7 @@ def encode_json(value: Any) -> bytes:
 def encode_json_text(value: Any) -> str:
     """Compact JSON as text that always encodes to UTF-8 (for channels that take text)."""
     text = _dumps_utf8(value)
-    if _SURROGATE.search(text):
+    if not text.isascii() and _SURROGATE.search(text):
         return _dumps_ascii(value)
     return text
 
@@ -182,7 +182,7 @@ def encode_json_text(value: Any) -> str:
 def join_surrogates(text: str) -> str:
     """``text`` with each pair of surrogates (an emoji split across two deltas, joined back
     to back) made the one character it stands for; a lone surrogate stays as it is."""
-    if _SURROGATE.search(text) is None:
+    if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 

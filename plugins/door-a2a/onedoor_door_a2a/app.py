@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2a.auth.user import User
 from a2a.server.routes.common import DefaultServerCallContextBuilder
+from onedoor_transport_http.body import JSON_BODY
 
 from . import CARD_PATH, A2aOptions
 from .card import agent_card, card_endpoint
@@ -194,7 +195,8 @@ def build_app(
     builder = PrincipalContextBuilder()
     card = card_endpoint(ctx, options, handler.sign)
     routes: list[Any] = [Route(CARD_PATH, card, methods=["GET"])]
-    routes += create_jsonrpc_routes(handler, rpc_url="/", context_builder=builder, enable_v0_3_compat=options.v03_compat)
+    routes += [_decoded_once(route) for route in
+               create_jsonrpc_routes(handler, rpc_url="/", context_builder=builder, enable_v0_3_compat=options.v03_compat)]
     if options.rest:
         routes += create_rest_routes(handler, context_builder=builder, path_prefix="/rest")
     app = Starlette(routes=routes, exception_handlers={404: _http_error, 405: _http_error})
@@ -204,6 +206,28 @@ def build_app(
 
         served = V03Files(served)
     return ObservedRequests(served, ctx.kernel, door=door_name, transport=ctx.transport_name), card
+
+
+def _decoded_once(route: Any) -> Any:
+    """The SDK's JSON-RPC route, given the body the HTTP transport's guard decoded.
+
+    The SDK reads the request with ``await request.json()``, which joins the body's bytes
+    into a copy and decodes them again: for a 5 MB file part, two more copies of the
+    request held for the whole call. Starlette keeps what ``json()`` returned on the
+    request (``_json``), so the endpoint sets it to the guard's value (decoded under
+    :func:`onedoor.wire.decode_json`, the same JSON) and the SDK reads that.
+    """
+    from starlette.routing import Route
+
+    endpoint = route.endpoint
+
+    async def handle(request: Any) -> Any:
+        decoded = request.scope.get(JSON_BODY, ...)
+        if decoded is not ...:
+            request._json = decoded
+        return await endpoint(request)
+
+    return Route(route.path, handle, methods=sorted(route.methods or ()), name=route.name)
 
 
 async def closed(handler: Any, timeout: float = 5.0) -> None:

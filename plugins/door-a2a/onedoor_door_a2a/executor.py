@@ -126,7 +126,7 @@ class KernelExecutor(AgentExecutor):
         desk = self.kernel.threads
         if desk.kept:
             thread, _ = await desk.open(principal, request.context_id or "", create=True)
-            desk.check_room(thread, content.text)
+            desk.check_room(thread, content.message)
         run = self.kernel.run(content.message, thread=thread, door=self.door, asker=self.asker, principal=principal,
                               run_id=request.task_id, state=content.state, state_version=content.state_version,
                               meta=trace_of(request))

@@ -36,6 +36,8 @@ from . import sdk
 from .options import McpOptions
 from .server import build
 
+DECODED_BODY = "onedoor.json"  # scope key: the HTTP transport's guard put the body there, decoded
+
 log = logging.getLogger("onedoor.door.mcp")
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
@@ -86,12 +88,16 @@ class McpApp:
     only when the app is served alone; mounted, the transport does).
     """
 
-    def __init__(self, manager: Any, hosts: list[str], origins: list[str], protect: bool) -> None:
+    def __init__(self, manager: Any, hosts: list[str], origins: list[str], protect: bool, *,
+                 max_body: int = 16 * 1024 * 1024, mounted: bool = False) -> None:
         self.manager = manager
         self.hosts = hosts
         self.origins = origins
         self.protect = protect
         self.owners = SessionOwners()
+        self.max_body = max_body
+        self.mounted = mounted  # behind the transport's guard: the body comes whole, capped here
+        self.unbuffered = sdk.unbuffered_handler(manager) if mounted else None  # 2.x: no second buffer of it
 
     def lifespan(self) -> Any:
         """The async context manager the parent app enters at start-up (once)."""
@@ -104,6 +110,7 @@ class McpApp:
             return
         if kind != "http":
             return
+        scope.pop(DECODED_BODY, None)  # the SDK decodes the body itself: a big one is not also held decoded
         principal = ServeContext.principal_of(scope)
         session = _header(scope, b"mcp-session-id")
         if session is not None and not self.owners.allows(session, principal):
@@ -136,7 +143,28 @@ class McpApp:
                 gone.set()
             return message
 
-        await self.manager.handle_request({**scope, sdk.CLIENT_GONE: gone}, watched, send)
+        handler, receive_body = self.manager.handle_request, watched
+        if self.mounted:
+            handler, receive_body = await self._capped(watched, send)
+            if handler is None:
+                return
+        await handler({**scope, sdk.CLIENT_GONE: gone}, receive_body, send)
+
+    async def _capped(self, receive: Any, send: Any) -> tuple[Any, Any]:
+        """(the handler, the receive to give it) for a POST whose body the guard replays
+        whole: over ``max_body`` it is answered 413 here (handler None), as SDK 2.x's
+        middleware would (1.x has none); else the SDK gets the body as it came, not copied."""
+        held = [await receive()]
+        whole = held[0].get("type") == "http.request" and not held[0].get("more_body", False)
+        if whole and len(held[0].get("body", b"")) > self.max_body:
+            await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"Request body too large"})
+            return None, receive
+
+        async def replay() -> Any:
+            return held.pop() if held else await receive()  # handed on once, then not held here
+
+        return (self.unbuffered if whole and self.unbuffered is not None else self.manager.handle_request), replay
 
     async def _own_lifespan(self, receive: Any, send: Any) -> None:
         """Run standalone (not mounted): serve the ASGI lifespan protocol ourselves."""
@@ -236,7 +264,8 @@ def make_app(ctx: ServeContext, options: McpOptions | None = None, door: str = "
         protect=options.dns_rebinding_protection and not mounted and hosts != ["*"],
         max_body=options.max_body_bytes,
     )
-    return McpApp(manager, hosts, origins, options.dns_rebinding_protection)
+    return McpApp(manager, hosts, origins, options.dns_rebinding_protection, max_body=options.max_body_bytes,
+                  mounted=mounted)
 
 
 def mount(ctx: ServeContext, options: McpOptions | None = None, door: str = "mcp") -> AsgiMount:

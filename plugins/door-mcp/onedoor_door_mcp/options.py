@@ -39,7 +39,7 @@ class McpOptions:
     dns_rebinding_protection: bool = field(
         default=True, metadata={"help": "HTTP: refuse Host/Origin headers not allowed (421/403)"}
     )
-    max_body_bytes: int = field(default=4 * 1024 * 1024, metadata={"help": "HTTP: largest request body (mcp 2.x)"})
+    max_body_bytes: int = field(default=16 * 1024 * 1024, metadata={"help": "HTTP: largest request body (413 past it)"})
     ask_fallback: AskFallback = field(
         default="deny",
         metadata={

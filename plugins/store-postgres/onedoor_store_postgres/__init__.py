@@ -29,7 +29,8 @@ class PostgresOptions:
     timeout: float = field(
         default=10.0, metadata={"help": "seconds a call waits for a connection before it fails (PostgreSQL down, pool busy)"}
     )
-    max_thread_chars: int = field(default=2_000_000, metadata={"help": "largest thread, in characters"})
+    max_thread_chars: int = field(default=64_000_000, metadata={
+        "help": "largest thread: characters of text, plus the bytes of its images and files"})
     durable_openings: bool = field(
         default=False,
         metadata={"help": "a turn's first message waits for the disk too (else only its reply does, flushing both)"},

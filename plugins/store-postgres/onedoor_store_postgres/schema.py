@@ -81,16 +81,19 @@ NOW = "extract(epoch from statement_timestamp())::double precision"
 # lose it before that. For what can be lost so: leases, journals, the opening of a turn.
 NO_WAIT = "WITH no_wait AS (SELECT set_config('synchronous_commit', 'off', true))"
 
-# One round trip reads a whole thread: its row and its messages in order, one snapshot.
+# One round trip reads a thread: its row and its messages in order from seq ``from``
+# (those before it the store has parsed already), one snapshot; ``message_count`` and
+# ``created_at`` tell the store whether what it holds is this thread's.
 READ_THREAD = """
     SELECT id, owner, title, settings, version, created_at, updated_at,
-           ARRAY(SELECT body FROM onedoor_messages WHERE thread_id = t.id ORDER BY seq), state, state_version
-    FROM onedoor_threads t WHERE id = %s AND owner = %s
+           ARRAY(SELECT body FROM onedoor_messages WHERE thread_id = t.id AND seq >= %(from)s ORDER BY seq),
+           state, state_version, message_count
+    FROM onedoor_threads t WHERE id = %(id)s AND owner = %(owner)s
 """
 
 # One round trip appends to a thread: the row locked, the compare-and-set and the size limit
 # checked, the messages added, the row moved on, the thread read back (its messages before
-# this statement: the caller adds the new ones). No row: no such thread of this owner; a
+# this statement, from seq ``from``: the caller adds the new ones). No row: no such thread of this owner; a
 # row whose ``kept`` is null: the check refused it (the caller says why from ``version``
 # and ``chars``). ``wait``: ``no_wait`` to commit without waiting for the disk.
 APPEND = """
@@ -111,8 +114,9 @@ APPEND = """
         RETURNING t.id, t.owner, t.title, t.settings, t.version, t.created_at, t.updated_at, t.state, t.state_version
     )
     SELECT old.version, old.chars, kept.id, kept.owner, kept.title, kept.settings, kept.version, kept.created_at,
-           kept.updated_at, ARRAY(SELECT body FROM onedoor_messages WHERE thread_id = %(id)s ORDER BY seq),
-           kept.state, kept.state_version
+           kept.updated_at, ARRAY(SELECT body FROM onedoor_messages WHERE thread_id = %(id)s AND seq >= %(from)s
+                                  ORDER BY seq),
+           kept.state, kept.state_version, old.message_count
     FROM old LEFT JOIN kept ON true
 """
 APPEND_DURABLE = APPEND.format(wait="WITH", now=NOW, joined="")

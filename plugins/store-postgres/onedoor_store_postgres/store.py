@@ -37,6 +37,7 @@ from onedoor.threads import (
     title_from,
 )
 from onedoor.threads.leases import holder_alive
+from onedoor.threads.parsed import ParsedMessages
 from onedoor.threads.records import Record, RecordPage
 
 from . import journal, records
@@ -58,7 +59,7 @@ class StoreUnavailable(KernelStoreUnavailable):
 
 
 class PostgresThreadStore:
-    """``PostgresThreadStore(dsn, pool_size=10, timeout=10.0, max_thread_chars=2_000_000)``.
+    """``PostgresThreadStore(dsn, pool_size=10, timeout=10.0, max_thread_chars=64_000_000)``.
 
     ``timeout``: how long a call waits for a connection (all busy, or PostgreSQL not
     answering) before it fails with :class:`StoreUnavailable`. ``pool_size=None``: sized
@@ -67,7 +68,7 @@ class PostgresThreadStore:
     """
 
     def __init__(self, dsn: str, *, pool_size: int | None = 10, timeout: float = 10.0,
-                 max_thread_chars: int = 2_000_000, shared_journal: bool = True, durable_openings: bool = False):
+                 max_thread_chars: int = 64_000_000, shared_journal: bool = True, durable_openings: bool = False):
         self._dsn = dsn
         self.shares_journals = shared_journal  # onedoor.journal.shared: reattach through any server
         self.durable_openings = durable_openings  # a turn's opening waits for the disk too
@@ -76,6 +77,7 @@ class PostgresThreadStore:
         self.timeout = timeout
         self.max_thread_chars = max_thread_chars
         self._pool: ConnectionPool | None = None
+        self._parsed = ParsedMessages()  # what a read parsed: the next reads of a thread fetch and parse only what is new
         self._news: JournalNews | None = None  # LISTEN on the journal channel (made on the first watch)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Lock | None = None
@@ -169,8 +171,19 @@ class PostgresThreadStore:
 
     async def get(self, owner: str, thread_id: str) -> Thread | None:
         async with self._connection() as conn:
-            cursor = await conn.execute(READ_THREAD, (thread_id, owner))
-            return _thread(await cursor.fetchone())
+            return await self._read(conn, owner, thread_id)
+
+    async def _read(self, conn: Any, owner: str, thread_id: str) -> Thread | None:
+        """The thread, its messages parsed only past those held (:mod:`onedoor.threads.parsed`)."""
+        held = self._parsed.latest(thread_id)
+        start = len(held[1]) if held is not None else 0
+        cursor = await conn.execute(READ_THREAD, {"id": thread_id, "owner": owner, "from": start})
+        row = await cursor.fetchone()
+        if row is not None and start and not _holds(held, row[5], row[10]):  # the id of a thread made again
+            self._parsed.forget(thread_id)
+            cursor = await conn.execute(READ_THREAD, {"id": thread_id, "owner": owner, "from": 0})
+            row, held = await cursor.fetchone(), None
+        return self._thread(row, held[1] if held is not None else ())
 
     async def list(self, owner: str, *, limit: int = 50, before: str | None = None) -> list[ThreadSummary]:
         sql = "SELECT id, title, message_count, created_at, updated_at FROM onedoor_threads WHERE owner = %s"
@@ -191,17 +204,24 @@ class PostgresThreadStore:
         bodies = [encode_json_text(m.to_dict()) for m in messages]  # a lone surrogate kept, escaped
         added = sum(m.size for m in messages)  # text, and the bytes of images and files
         opening = bool(messages) and messages[-1].role == "user" and not self.durable_openings
+        held = self._parsed.latest(thread_id)
+        start = len(held[1]) if held is not None else 0
         async with self._connection() as conn:
             cursor = await conn.execute(APPEND_NO_WAIT if opening else APPEND_DURABLE, {
                 "id": thread_id, "owner": owner, "expected": expected_version, "added": added,
                 "limit": self.max_thread_chars, "bodies": bodies, "count": len(bodies),
-                "title": json.dumps(title_from(messages)),
+                "title": json.dumps(title_from(messages)), "from": start,
             })
             row = await cursor.fetchone()
-        if row is None or row[2] is None:  # no such thread, or refused: say why as every store does
-            check_append(thread_id, row, expected_version, added, self.max_thread_chars)
-            raise ThreadError("conflict", f"thread {thread_id!r} changed")  # (the check always raises here)
-        thread = _thread((*row[2:9], [*row[9], *bodies], *row[10:]))
+            if row is None or row[2] is None:  # no such thread, or refused: say why as every store does
+                check_append(thread_id, row, expected_version, added, self.max_thread_chars)
+                raise ThreadError("conflict", f"thread {thread_id!r} changed")  # (the check always raises here)
+            if start and not _holds(held, row[7], row[12]):  # what is held was of an earlier thread of that id
+                self._parsed.forget(thread_id)
+                thread = await self._read(conn, owner, thread_id)
+                assert thread is not None
+                return thread
+        thread = self._thread((*row[2:9], [*row[9], *bodies], *row[10:12]), held[1] if held is not None else ())
         assert thread is not None
         return thread
 
@@ -221,8 +241,7 @@ class PostgresThreadStore:
                                             (thread_id, owner))
                 row = await cursor.fetchone()
                 check_state_update(thread_id, row[0] if row else None, expected_version)
-            cursor = await conn.execute(READ_THREAD, (thread_id, owner))
-            thread = _thread(await cursor.fetchone())
+            thread = await self._read(conn, owner, thread_id)  # (its messages: committed ones, as held)
         assert thread is not None
         return thread
 
@@ -235,7 +254,19 @@ class PostgresThreadStore:
                     await records.forget_thread(conn, thread_id, owner)  # doors' records of it (A2A tasks)
                     await conn.execute("DELETE FROM onedoor_thread_turns WHERE thread_id = %s AND owner = %s",
                                        (thread_id, owner))
-            return cursor.rowcount > 0
+            gone = cursor.rowcount > 0
+        if gone:
+            self._parsed.forget(thread_id)
+        return bool(gone)
+
+    def _thread(self, row: Any, held: tuple[Message, ...]) -> Thread | None:
+        """A thread of a row whose message bodies come after the ``held`` messages (kept then)."""
+        if row is None:
+            return None
+        messages = held + tuple(Message.from_dict(json.loads(body)) for body in row[7])
+        self._parsed.keep(row[0], row[5], messages)
+        return Thread(row[0], row[1], json.loads(row[2]), json.loads(row[3]), messages, row[4], row[5], row[6],
+                      json.loads(row[8]), row[9])
 
     # -- doors' records (onedoor.threads.records) ----------------------------------------
     async def record_put(self, record: Record) -> bool:
@@ -356,12 +387,9 @@ class PostgresThreadStore:
             return await journal.running(conn, thread_id, principal, ended)
 
 
-def _thread(row: Any) -> Thread | None:
-    if row is None:
-        return None
-    messages = tuple(Message.from_dict(json.loads(body)) for body in row[7])
-    return Thread(row[0], row[1], json.loads(row[2]), json.loads(row[3]), messages, row[4], row[5], row[6],
-                  json.loads(row[8]), row[9])
+def _holds(held: tuple[float, tuple[Message, ...]] | None, created_at: float, count: int) -> bool:
+    """Whether what is held of a thread id is the first messages of the thread read now."""
+    return held is not None and held[0] == created_at and len(held[1]) <= count
 
 
 __all__ = ["PostgresThreadStore", "StoreUnavailable"]

@@ -43,7 +43,7 @@ class HttpOptions:
         default_factory=list,
         metadata={"help": "Host names served besides loopback and the bound address (name, name:port, name:*; *: any)"},
     )
-    max_body_bytes: int = field(default=4 * 1024 * 1024, metadata={"help": "largest request body accepted"})
+    max_body_bytes: int = field(default=16 * 1024 * 1024, metadata={"help": "largest request body accepted"})
     cookie_max_age: int = field(
         default=4 * 3600, metadata={"help": "seconds the cookie of a page opened with ?token= stays valid"}
     )

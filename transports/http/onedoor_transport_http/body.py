@@ -90,10 +90,10 @@ async def with_body(app: ASGIApp, scope: Scope, receive: Receive, send: Send, he
     replayed = False
 
     async def replay() -> Message:
-        nonlocal replayed
+        nonlocal replayed, body
         if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            replayed, given, body = True, body, b""  # held by whoever reads it now, not here too
+            return {"type": "http.request", "body": given, "more_body": False}
         return await receive()
 
     await app(scope, replay, send)

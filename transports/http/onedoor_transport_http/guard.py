@@ -119,7 +119,7 @@ class Guard:
         tokens: Mapping[str, str] | None = None,
         allowed_hosts: Iterable[str] = (),
         cors_origins: Iterable[str] = (),
-        max_body: int = 4 * 1024 * 1024,
+        max_body: int = 16 * 1024 * 1024,
         open_paths: Iterable[str] = ("/healthz", "/readyz"),
         public_paths: Iterable[str] = (),
         cookie_max_age: int = DEFAULT_MAX_AGE,

@@ -25,7 +25,8 @@ part and says what differs between the SDKs there:
   (:func:`is_unknown_method`, :func:`params_problem`);
 - ``_client``: :func:`client_codec` and :func:`read_timeout` (a timedelta on 1.x, seconds
   on 2.x), used by :mod:`onedoor_door_mcp.client`;
-- ``_streamable_http``: :func:`session_manager`, and :func:`quiet_session_end` for the
+- ``_streamable_http``: :func:`session_manager`, :func:`unbuffered_handler` (2.x: the
+  manager without its body-buffering middleware), and :func:`quiet_session_end` for the
   records both SDKs log with a traceback when a session ends under a request.
 """
 
@@ -47,7 +48,7 @@ from ._results import InputRequired, Outcome, ProtocolError
 from ._rounds import NOT_ELICITATION, InputRound, Sealing
 from ._server import CallTool, ListTools, Observe, Resources, SetLevel, build_server, run_server
 from ._sessions import SessionScope, current_session
-from ._streamable_http import is_session_end, quiet_session_end, session_manager
+from ._streamable_http import is_session_end, quiet_session_end, session_manager, unbuffered_handler
 from ._version import MAJOR, SDK_VERSION, log
 
 __all__ = [
@@ -55,5 +56,5 @@ __all__ = [
     "Observe", "Outcome", "Peer", "Progress", "ProtocolError", "Resources", "Sealing", "SessionScope", "SetLevel", "build_server", "client_codec", "current_session",
     "dump_message", "is_session_end", "is_unknown_method", "log", "message_dict", "params_problem", "parse_message",
     "quiet_session_end", "read_timeout", "request_id_of", "request_meta", "response_id_of", "run_server",
-    "session_manager",
+    "session_manager", "unbuffered_handler",
 ]

@@ -74,4 +74,22 @@ def session_manager(
     return StreamableHTTPSessionManager(**kwargs)
 
 
-__all__ = ["is_session_end", "quiet_session_end", "session_manager"]
+def unbuffered_handler(manager: Any) -> Any:
+    """The 2.x manager's request handler without its body-limit middleware in front, or
+    None (1.x has none; another layout: the door keeps the middleware).
+
+    The middleware gathers the whole body into a bytearray and copies that to bytes, and
+    both are held until the request ends: for a 5 MB file, 13 MB more. Behind the HTTP
+    transport's guard, which has read the body whole (under its own cap), the door checks
+    ``max_body_bytes`` itself and hands the body over as it came (``asgi.McpApp``).
+    """
+    if MAJOR < 2:
+        return None
+    from mcp.server.transport_security import RequestBodyLimitMiddleware
+
+    wrapper = getattr(manager, "asgi_app", None)
+    inner = getattr(wrapper, "app", None)
+    return inner if isinstance(wrapper, RequestBodyLimitMiddleware) and inner == manager._handle_request else None
+
+
+__all__ = ["is_session_end", "quiet_session_end", "session_manager", "unbuffered_handler"]
