@@ -120,8 +120,8 @@ async def test_killed_agent_without_a_store_loses_nothing_a_new_process_loads_th
 
     def checkpointed() -> bool:
         with sqlite3.connect(db) as conn_db:
-            row = conn_db.execute("SELECT history FROM sessions WHERE id = ?", (sid,)).fetchone()
-        return bool(row and "this is turn 2" in row[0])
+            bodies = conn_db.execute("SELECT body FROM session_messages WHERE session_id = ?", (sid,)).fetchall()
+        return any("this is turn 2" in body for (body,) in bodies)
 
     await await_for(checkpointed, "the running turn's checkpoint in the session database", 20)
     proc.send_signal(signal.SIGKILL)

@@ -77,3 +77,23 @@ def test_runs_get_the_trace_context_whoever_observes_requests():
         assert client.post("/rest/chat", json={"message": "plain"}).status_code == 200
         assert client.post("/rest/chat", json={"message": "traced"}, headers={"TraceParent": TRACEPARENT}).status_code == 200
     assert observer.metas == [{}, {"traceparent": TRACEPARENT}]
+
+
+def test_fastapi_leaves_out_only_the_requests_onedoor_observes():
+    """FastAPI 0.16x traces every request itself once a global provider is set; a request the
+    door observes would get two SERVER spans. Its ``exclude`` skips those, and only those."""
+    import inspect
+    from types import SimpleNamespace
+
+    from fastapi import FastAPI
+    from onedoor_door_rest.observing import fastapi_telemetry
+
+    observed = fastapi_telemetry(SimpleNamespace(kernel=scripted_kernel(hooks=Observer())))
+    unobserved = fastapi_telemetry(SimpleNamespace(kernel=scripted_kernel()))
+    if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        assert observed == unobserved == {}  # an older FastAPI: nothing of its own to leave out
+        return
+    scope = {"type": "http", "method": "POST", "path": "/chat"}
+    assert observed["telemetry"]["exclude"](scope) is True
+    assert unobserved["telemetry"]["exclude"](scope) is False
+    FastAPI(**observed)  # an argument FastAPI takes

@@ -5,20 +5,25 @@ threads: see :mod:`.thread_sessions`. Without one (``--store none``) this module
 them in ACP's own file: a session is its id, working directory, title, backend, history
 (a list of onedoor history messages, plain dicts) and settings (e.g. tools always
 allowed), one row of ``acp-sessions.sqlite3`` in the data directory
-(:func:`onedoor.threads.stores.data_dir`). The manager saves a session on every change and
-checkpoints a running turn, so a new agent process answers ``session/load`` with the
-whole conversation after a crash or a restart.
+(:func:`onedoor.threads.stores.data_dir`), and its history one row per message. The
+manager saves a session on every change and checkpoints a running turn, so a new agent
+process answers ``session/load`` with the whole conversation after a crash or a restart.
+A save writes only the messages that changed (a turn's own), never the conversation
+again: a pasted screenshot is written once, not at every checkpoint of every later turn.
+A file of an older version (the history in the session's row) is read as it is and
+moves to message rows at its first save.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from onedoor import encode_json_text  # history may hold half an emoji: stored as an escape
 
@@ -45,6 +50,7 @@ class Session:
     closed: bool = False
     turn: Any = None  # the running Turn, if any
     mcp: Any = None  # the editor's MCP servers (editor_mcp.EditorMcp), if any
+    stored: int = 0  # how many messages of ``history`` the file holds as they are (SessionStore)
 
 
 class UnknownSession(LookupError):
@@ -68,21 +74,45 @@ class SessionStore:
                 created_at TEXT NOT NULL, updated_at TEXT NOT NULL)"""
         )
         self.db.execute("CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated_at DESC)")
-
-    def save(self, s: Session) -> None:
+        # ``history`` above is "[]" once a session's messages are rows here (older files keep it there)
         self.db.execute(
-            "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                s.id, s.cwd, s.backend, json.dumps(s.additional_directories), s.title,
-                encode_json_text(s.history), json.dumps(s.settings), s.created_at, s.updated_at,
-            ),
+            """CREATE TABLE IF NOT EXISTS session_messages (
+                session_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+                PRIMARY KEY (session_id, seq))"""
         )
+
+    def save(self, s: Session, changed_from: int | None = None) -> None:
+        """Write the session; of its history only the messages from ``changed_from`` on
+        (None: those past what the file holds, a history that only grew), in one transaction."""
+        start = s.stored if changed_from is None else min(changed_from, s.stored)
+        start = min(start, len(s.history))
+        rows = [(s.id, seq, encode_json_text(message)) for seq, message in enumerate(s.history[start:], start)]
+        with self._transaction():
+            self.db.execute(
+                "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, '[]', ?, ?, ?)",
+                (s.id, s.cwd, s.backend, json.dumps(s.additional_directories), s.title, json.dumps(s.settings),
+                 s.created_at, s.updated_at),
+            )
+            if start < s.stored or start == 0:
+                self.db.execute("DELETE FROM session_messages WHERE session_id = ? AND seq >= ?", (s.id, start))
+            self.db.executemany("INSERT OR REPLACE INTO session_messages VALUES (?, ?, ?)", rows)
+        s.stored = len(s.history)
 
     def load(self, session_id: str) -> Session | None:
         row = self.db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return None if row is None else self._session(row)
+        if row is None:
+            return None
+        session = self._session(row)
+        if row[5] != "[]":  # an older version's file: the history is in the row, rows come at the first save
+            session.history = json.loads(row[5])
+            return session
+        bodies = self.db.execute("SELECT body FROM session_messages WHERE session_id = ? ORDER BY seq", (session_id,))
+        session.history = [json.loads(body) for (body,) in bodies]
+        session.stored = len(session.history)
+        return session
 
     def page(self, cwd: str | None, offset: int, limit: int) -> list[Session]:
+        """A page of sessions, newest first, without their histories (a listing)."""
         if cwd:
             rows = self.db.execute(
                 "SELECT * FROM sessions WHERE cwd = ? ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
@@ -93,17 +123,30 @@ class SessionStore:
         return [self._session(r) for r in rows.fetchall()]
 
     def delete(self, session_id: str) -> None:
-        self.db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        with self._transaction():
+            self.db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            self.db.execute("DELETE FROM session_messages WHERE session_id = ?", (session_id,))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def close(self) -> None:
         self.db.close()
 
     @staticmethod
     def _session(row: tuple) -> Session:
-        sid, cwd, backend, dirs, title, history, settings, created, updated = row
+        """The session of a row, its history left empty (``load`` reads it)."""
+        sid, cwd, backend, dirs, title, _history, settings, created, updated = row
         return Session(
             id=sid, cwd=cwd, backend=backend, additional_directories=json.loads(dirs), title=title,
-            history=json.loads(history), settings=json.loads(settings), created_at=created, updated_at=updated,
+            settings=json.loads(settings), created_at=created, updated_at=updated,
         )
 
 
@@ -177,7 +220,7 @@ class SessionManager:
         """Forget the conversation, keep the session; how many messages were forgotten."""
         count = len(session.history)
         session.history = []
-        self.save(session)
+        self.save(session, changed_from=0)
         return count
 
     async def page(self, cwd: str | None, cursor: str | None) -> tuple[list[SessionPage], str | None]:
@@ -192,7 +235,9 @@ class SessionManager:
         rows = [SessionPage(s.id, s.cwd, s.title, s.updated_at, s.additional_directories) for s in page[:PAGE_SIZE]]
         return rows, (str(offset + PAGE_SIZE) if more else None)
 
-    def save(self, session: Session) -> None:
+    def save(self, session: Session, changed_from: int | None = None) -> None:
+        """Keep the session; ``changed_from``: the first message of its history that changed
+        (None: the history only grew, or did not change)."""
         session.updated_at = _now()
         if not session.title:
             for message in session.history:
@@ -200,7 +245,7 @@ class SessionManager:
                     text = " ".join(message["content"].split())
                     session.title = text if len(text) <= 60 else text[:59] + "…"
                     break
-        self.store.save(session)
+        self.store.save(session, changed_from)
 
     def running(self) -> list[Session]:
         return [s for s in self.live.values() if s.turn is not None]
@@ -217,11 +262,11 @@ class SessionManager:
 
     def checkpoint(self, session: Session, turn: Any) -> None:
         session.history = turn.base + turn.recorder.snapshot()
-        self.save(session)
+        self.save(session, changed_from=len(turn.base))  # the turn's messages, whatever they were before
 
     async def end_turn(self, session: Session, turn: Any, note: str) -> None:
         session.history = turn.base + turn.recorder.finish(note, turn.usage)
-        self.save(session)
+        self.save(session, changed_from=len(turn.base))
 
     def close_files(self) -> None:
         self.store.close()

@@ -74,7 +74,7 @@ from . import RestOptions, __version__
 from .chat_routes import add_chat_routes
 from .events_route import add_events_route
 from .forms import add_request_schemas
-from .observing import ObservedRequests, UploadsWhereTaken
+from .observing import ObservedRequests, UploadsWhereTaken, fastapi_telemetry
 from .responses import RequestRefused, describe_validation, error_response, refusal_response
 from .runs import Runs
 from .state_routes import add_state_routes
@@ -111,6 +111,7 @@ def build_app(ctx: ServeContext, options: RestOptions) -> Any:
         docs_url=None,
         redoc_url=None,
         openapi_url="/openapi.json" if options.docs else None,
+        **fastapi_telemetry(ctx),
     )
     _add_error_handlers(app)
     runs = Runs(ctx.kernel, options)

@@ -221,9 +221,3 @@ def _log_run(run: Any, outcome: Any, seconds: float) -> None:
 
 def _common(run: Any) -> dict[str, Any]:
     return {n.OPERATION: n.INVOKE_AGENT, n.AGENT_NAME: run.backend, n.DOOR: run.door}
-
-
-class Dormant:
-    """The plugin when nothing is configured: no hooks, so nothing is observed or imported."""
-
-    settings: Settings | None = None
