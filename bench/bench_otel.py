@@ -282,7 +282,7 @@ def main() -> None:
     if args.receive:
         receive()
         return
-    rounds, short, reps, deltas = (3, 150, 5, 20_000) if args.quick else (9, 400, 11, 50_000)
+    rounds, short, reps, deltas = (3, 150, 9, 20_000) if args.quick else (9, 400, 21, 50_000)
     receiver, endpoint = start_receiver()
     envs = {"off": dict(BASE_ENV), "on": telemetry_env(endpoint)}
     options = {"long": (), "paced": ("-o", "delay=0.001", "-o", "reasoning=false"), "short": ()}
