@@ -120,3 +120,40 @@ def test_a_session_made_by_hand_is_written_whole(tmp_path: Path):
     store.save(Session(id="sess_x", cwd="/", backend="scripted", history=history))
     assert store.load("sess_x").history == history
     store.close()
+
+
+async def test_idle_sessions_leave_memory_and_stay_open(tmp_path: Path):
+    """Open sessions past IDLE_KEPT that are idle leave memory (their histories, images and
+    all) and answer as before: the next call reads them back. A closed one stays closed."""
+    from onedoor_door_acp.sessions import IDLE_KEPT, UnknownSession
+
+    manager = SessionManager(SessionStore(tmp_path / DB_NAME), "scripted")
+    made = []
+    for number in range(IDLE_KEPT + 5):
+        session = await manager.create(f"/proj{number}")
+        turn = SimpleNamespace(recorder=FakeRecorder(), usage=())
+        await manager.begin_turn(session, turn, IMAGE if number == 0 else {"role": "user", "content": f"q{number}"})
+        turn.recorder.messages.append({"role": "assistant", "content": f"answer {number}"})
+        await manager.end_turn(session, turn, "")
+        made.append((session.id, list(session.history)))
+    busy = made[1][0]
+    (await manager.get(busy)).turn = object()  # a running turn keeps its session in memory
+    for _ in range(IDLE_KEPT + 2):
+        await manager.create("/more")
+    assert busy in manager.live and made[0][0] not in manager.live and made[0][0] in manager.away
+    assert len([s for s in manager.live.values() if s.turn is None]) <= IDLE_KEPT + 1
+    first = await manager.get(made[0][0])  # back from the file, as it was
+    assert first.history == made[0][1] and first.cwd == "/proj0" and first.id in manager.live
+    closed_id = made[2][0]
+    await manager.close(closed_id)
+    for _ in range(IDLE_KEPT + 2):
+        await manager.create("/more")
+    assert closed_id not in manager.live
+    with pytest.raises(UnknownSession, match="was closed"):
+        await manager.get(closed_id)
+    reopened = await manager.open(closed_id)  # session/load opens it again
+    assert reopened.history == made[2][1] and await manager.get(closed_id) is reopened
+    manager.store.delete(made[3][0])  # deleted by another process while away
+    with pytest.raises(UnknownSession, match="unknown session"):
+        await manager.get(made[3][0])
+    manager.close_files()

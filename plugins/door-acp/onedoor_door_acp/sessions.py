@@ -21,6 +21,7 @@ import json
 import sqlite3
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -29,6 +30,7 @@ from onedoor import encode_json_text  # history may hold half an emoji: stored a
 
 DB_NAME = "acp-sessions.sqlite3"
 PAGE_SIZE = 50
+IDLE_KEPT = 16  # open sessions held in memory while idle, histories and all; the rest reload from the file
 
 
 def _now() -> str:
@@ -159,7 +161,24 @@ class SessionManager:
     def __init__(self, store: SessionStore, default_backend: str) -> None:
         self.store = store
         self.default_backend = default_backend
-        self.live: dict[str, Session] = {}
+        # Open sessions in memory, least recently used first. An idle one (no turn, no editor
+        # MCP servers) past IDLE_KEPT leaves memory, its images with it, and stays open: the
+        # next call to it reads it back from the file.
+        self.live: OrderedDict[str, Session] = OrderedDict()
+        self.away: set[str] = set()  # open, not in memory
+        self.closed_away: set[str] = set()  # closed (session/close), not in memory
+
+    def _hold(self, session: Session) -> Session:
+        """``session`` in memory, the most recently used; idle ones past the bound leave."""
+        self.live[session.id] = session
+        self.live.move_to_end(session.id)
+        self.away.discard(session.id)
+        self.closed_away.discard(session.id)
+        idle = [s for s in self.live.values() if s.turn is None and s.mcp is None and s is not session]
+        for gone in idle[: max(0, len(idle) - IDLE_KEPT)]:
+            del self.live[gone.id]
+            (self.closed_away if gone.closed else self.away).add(gone.id)
+        return session
 
     async def start(self) -> None:
         """Nothing to prepare: the table is ready once the store is open."""
@@ -167,20 +186,27 @@ class SessionManager:
     async def create(self, cwd: str, additional_directories: list[str] | None = None) -> Session:
         session = Session(id="sess_" + uuid.uuid4().hex, cwd=cwd, backend=self.default_backend,
                           additional_directories=list(additional_directories or []))
-        self.live[session.id] = session
+        self._hold(session)
         self.save(session)
         return session
 
     async def get(self, session_id: str) -> Session:
         """A session this process has open (new, loaded or resumed)."""
+        if session_id in self.closed_away:
+            raise UnknownSession(f"session {session_id!r} was closed")
         session = self.live.get(session_id)
+        if session is None and session_id in self.away:
+            session = self.store.load(session_id)  # open, and idle long enough to have left memory
+            if session is None:  # deleted meanwhile (another process)
+                self.away.discard(session_id)
+                raise UnknownSession(f"unknown session {session_id!r}")
         if session is None:
             if self.store.load(session_id) is not None:
                 raise UnknownSession(f"session {session_id!r} is not open in this agent process; load or resume it first")
             raise UnknownSession(f"unknown session {session_id!r}")
         if session.closed:
             raise UnknownSession(f"session {session_id!r} was closed")
-        return session
+        return self._hold(session)
 
     async def open(self, session_id: str, cwd: str | None = None) -> Session:
         """Open a stored session (session/load, session/resume)."""
@@ -189,7 +215,7 @@ class SessionManager:
             session = self.store.load(session_id)
             if session is None:
                 raise UnknownSession(f"unknown session {session_id!r}")
-            self.live[session_id] = session
+        self._hold(session)
         if cwd and cwd != session.cwd:
             session.cwd = cwd
             self.save(session)
