@@ -10,7 +10,7 @@ and imports nothing.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Mapping, NamedTuple
 
 TRUE = frozenset({"1", "true", "yes", "on"})
 # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: the modes that put content on spans
@@ -26,41 +26,22 @@ def _list(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(part.strip().lower() for part in value.split(",") if part.strip()))
 
 
-class Settings:
+class Settings(NamedTuple):
     """The plugin's configuration. ``problems``: variables it could not use (each named
-    once in a warning when the plugin starts; the rest still applies). A plain class, not
+    once in a warning when the plugin starts; the rest still applies). A named tuple, not
     a dataclass: this module is imported by every ``onedoor`` command, and making a
     dataclass costs more than the rest of the plugin's start-up."""
 
-    __slots__ = ("traces", "metrics", "traces_protocol", "metrics_protocol", "capture_content", "metrics_path",
-                 "json_logs", "log_level", "shutdown_timeout", "problems")
-
-    def __init__(self, *, traces: tuple[str, ...] = (), metrics: tuple[str, ...] = (),
-                 traces_protocol: str = "http/protobuf", metrics_protocol: str = "http/protobuf",
-                 capture_content: bool = False, metrics_path: str = "/metrics", json_logs: bool = False,
-                 log_level: str = "info", shutdown_timeout: float = 5.0, problems: tuple[str, ...] = ()) -> None:
-        self.traces = traces  # exporters: "otlp", "console"
-        self.metrics = metrics  # "otlp", "prometheus", "console"
-        self.traces_protocol = traces_protocol
-        self.metrics_protocol = metrics_protocol
-        self.capture_content = capture_content
-        self.metrics_path = metrics_path
-        self.json_logs = json_logs
-        self.log_level = log_level
-        self.shutdown_timeout = shutdown_timeout  # seconds the exporters get to send what is left at exit
-        self.problems = problems
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__ if name != "problems")
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Settings and self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return f"Settings({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
+    traces: tuple[str, ...] = ()  # exporters: "otlp", "console"
+    metrics: tuple[str, ...] = ()  # "otlp", "prometheus", "console"
+    traces_protocol: str = "http/protobuf"
+    metrics_protocol: str = "http/protobuf"
+    capture_content: bool = False
+    metrics_path: str = "/metrics"
+    json_logs: bool = False
+    log_level: str = "info"
+    shutdown_timeout: float = 5.0  # seconds the exporters get to send what is left at exit
+    problems: tuple[str, ...] = ()
 
     @property
     def tracing(self) -> bool:
